@@ -1,0 +1,39 @@
+// The `cacheward` entry point: the prefix model, request and stream parsers, and divergence analysis.
+// Exports only what works today; later capabilities add their own entry points (sim, proxy, fork, guard).
+
+export { CachewardError, JsonSyntaxError, StreamFormatError, type TextPosition, WireFormatError } from './core/errors.js';
+export {
+  LEVELS,
+  type Prefix,
+  type PrefixBlock,
+  PrefixBuilder,
+  type PrefixBuilderOptions,
+  type PrefixLevel,
+  type PrefixLevelInfo,
+  parsePrefix,
+} from './prefix/build-prefix.js';
+export { describeComparison, describeDivergence } from './prefix/describe-divergence.js';
+export {
+  type BlocksChange,
+  comparePrefixes,
+  type Divergence,
+  firstDivergence,
+  type ParamChange,
+  type ParamsChange,
+  type PrefixChange,
+  type PrefixComparison,
+  type ToolsChange,
+} from './prefix/first-divergence.js';
+export { stableJson } from './prefix/stable-json.js';
+export { defaultTokenEstimator, type EstimatorInput, IMAGE_TOKENS, type TokenEstimator } from './prefix/token-estimate.js';
+export type { CacheMarker } from './prefix/unit-info.js';
+export {
+  type ByteSpan,
+  detectFormat,
+  formatFromRoute,
+  type ParseRequestOptions,
+  parseRequestBody,
+  type RawUnit,
+  type RequestBody,
+  type WireFormat,
+} from './wire/request-body.js';

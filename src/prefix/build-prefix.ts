@@ -1,0 +1,280 @@
+// Builds the prefix model of a request: ordered blocks with identities, cumulative hashes and token counts,
+// with the render-affecting parameters folded in at the level they invalidate (SPEC-caching.md). Pure.
+
+import { createHash } from 'node:crypto';
+import {
+  type ByteSpan,
+  type ParseRequestOptions,
+  type PrefixLevel,
+  parseRequestBody,
+  type RequestBody,
+  type WireFormat,
+} from '../wire/request-body.js';
+import { stableJson } from './stable-json.js';
+import { type CacheMarker, UnitReader, type UnitReaderOptions } from './unit-info.js';
+
+export type { PrefixLevel } from '../wire/request-body.js';
+
+/** One block of the cached prefix. */
+export interface PrefixBlock {
+  /** Position in the whole prefix (tools, then system, then messages). */
+  index: number;
+  level: PrefixLevel;
+  /** `tool`, the content block type (`text`, `tool_use`, `image`, …), `tool_call`, a Responses item type, or `empty`. */
+  kind: string;
+  /** The tool's name (tools, tool_use blocks, tool calls). */
+  name?: string;
+  /** For messages: which message (or Responses input item) and which part of it. */
+  messageIndex?: number;
+  partIndex?: number;
+  role?: string;
+  /** The block's identity: sha256 of its canonical JSON without cache markers. */
+  contentHash: string;
+  /** The cache key of the prefix ending at this block (everything before it, folded parameters, and it). */
+  hash: string;
+  /** Estimated tokens of this block, and of the whole prefix up to and including it. */
+  tokens: number;
+  cumulativeTokens: number;
+  /** Where the block is in the body, in bytes. */
+  span: ByteSpan;
+  cacheControl?: CacheMarker;
+}
+
+/** The parameters folded in at the start of a level, and the blocks of that level `[start, end)`. */
+export interface PrefixLevelInfo {
+  start: number;
+  end: number;
+  params: Readonly<Record<string, unknown>>;
+  /** Hash after folding `params` into everything before this level. */
+  foldHash: string;
+}
+
+/** The prefix model of one request. */
+export interface Prefix {
+  format: WireFormat;
+  model: string | undefined;
+  blocks: PrefixBlock[];
+  levels: Readonly<Record<PrefixLevel, PrefixLevelInfo>>;
+  /** Tools with `defer_loading: true`: not part of the hashed tool list (only their existence is). */
+  deferredTools: string[];
+  totalTokens: number;
+  /** A top-level `cache_control` (automatic caching), when sent. */
+  autoCacheControl?: CacheMarker;
+  body: RequestBody;
+}
+
+export const LEVELS: readonly PrefixLevel[] = ['tools', 'system', 'messages'];
+
+/** A parameter that is rendered into the prompt: which level it invalidates and which top-level field holds it. */
+interface ParamRule {
+  name: string;
+  level: PrefixLevel;
+  field?: string;
+  read: (f: Readonly<Record<string, unknown>>, ctx: DerivedFlags) => unknown;
+}
+
+interface DerivedFlags {
+  images: boolean;
+  citations: boolean;
+  deferLoading: boolean;
+  webSearch: boolean;
+  betas: readonly string[];
+  format: WireFormat;
+}
+
+const get = (v: unknown, ...path: string[]): unknown => {
+  let cur = v;
+  for (const p of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[p];
+  }
+  return cur;
+};
+
+/** The model's default effort; an explicit default equals omitting it (prompt-caching.md). Model choice. */
+const DEFAULT_EFFORT = 'high';
+
+const ANTHROPIC_PARAMS: ParamRule[] = [
+  { name: 'format', level: 'tools', read: (_f, c) => c.format },
+  { name: 'model', level: 'tools', field: 'model', read: (f) => f.model },
+  { name: 'defer_loading', level: 'tools', field: 'tools', read: (_f, c) => c.deferLoading || undefined },
+  { name: 'speed', level: 'system', field: 'speed', read: (f) => f.speed },
+  { name: 'web_search', level: 'system', field: 'tools', read: (_f, c) => c.webSearch || undefined },
+  { name: 'citations', level: 'system', read: (_f, c) => c.citations || undefined },
+  { name: 'tool_choice', level: 'messages', field: 'tool_choice', read: (f) => f.tool_choice },
+  {
+    name: 'thinking',
+    level: 'messages',
+    field: 'thinking',
+    read: (f) => {
+      const t = f.thinking;
+      if (t === null || typeof t !== 'object') return t;
+      return { type: get(t, 'type'), budget_tokens: get(t, 'budget_tokens') };
+    },
+  },
+  {
+    name: 'effort',
+    level: 'messages',
+    field: 'output_config',
+    read: (f) => {
+      const e = get(f.output_config, 'effort');
+      return e === DEFAULT_EFFORT ? undefined : e;
+    },
+  },
+  { name: 'context_management', level: 'messages', field: 'context_management', read: (f) => f.context_management },
+  {
+    name: 'output_format',
+    level: 'messages',
+    field: 'output_config',
+    read: (f) => get(f.output_config, 'format') ?? f.output_format,
+  },
+  { name: 'images', level: 'messages', read: (_f, c) => c.images || undefined },
+  { name: 'anthropic-beta', level: 'messages', read: (_f, c) => (c.betas.length ? c.betas : undefined) },
+];
+
+const OPENAI_CHAT_PARAMS: ParamRule[] = [
+  { name: 'format', level: 'tools', read: (_f, c) => c.format },
+  { name: 'model', level: 'tools', field: 'model', read: (f) => f.model },
+  { name: 'prompt_cache_key', level: 'tools', field: 'prompt_cache_key', read: (f) => f.prompt_cache_key },
+  { name: 'parallel_tool_calls', level: 'tools', field: 'parallel_tool_calls', read: (f) => f.parallel_tool_calls },
+  { name: 'response_format', level: 'tools', field: 'response_format', read: (f) => f.response_format },
+  { name: 'reasoning_effort', level: 'tools', field: 'reasoning_effort', read: (f) => f.reasoning_effort },
+  { name: 'verbosity', level: 'tools', field: 'verbosity', read: (f) => f.verbosity },
+  { name: 'context_management', level: 'tools', field: 'context_management', read: (f) => f.context_management },
+];
+
+const OPENAI_RESPONSES_PARAMS: ParamRule[] = [
+  { name: 'format', level: 'tools', read: (_f, c) => c.format },
+  { name: 'model', level: 'tools', field: 'model', read: (f) => f.model },
+  { name: 'prompt_cache_key', level: 'tools', field: 'prompt_cache_key', read: (f) => f.prompt_cache_key },
+  { name: 'parallel_tool_calls', level: 'tools', field: 'parallel_tool_calls', read: (f) => f.parallel_tool_calls },
+  { name: 'text.format', level: 'tools', field: 'text', read: (f) => get(f.text, 'format') },
+  { name: 'text.verbosity', level: 'tools', field: 'text', read: (f) => get(f.text, 'verbosity') },
+  { name: 'reasoning.effort', level: 'tools', field: 'reasoning', read: (f) => get(f.reasoning, 'effort') },
+  { name: 'context_management', level: 'tools', field: 'context_management', read: (f) => f.context_management },
+  {
+    name: 'previous_response_id',
+    level: 'messages',
+    field: 'previous_response_id',
+    read: (f) => f.previous_response_id,
+  },
+];
+
+/** The parameter rules of a format: what is folded in at which level. */
+export function paramRules(format: WireFormat): readonly ParamRule[] {
+  return format === 'anthropic-messages'
+    ? ANTHROPIC_PARAMS
+    : format === 'openai-chat'
+      ? OPENAI_CHAT_PARAMS
+      : OPENAI_RESPONSES_PARAMS;
+}
+
+/** The top-level field that holds a parameter, for byte offsets; undefined for derived ones. */
+export function paramField(format: WireFormat, name: string): string | undefined {
+  return paramRules(format).find((r) => r.name === name)?.field;
+}
+
+/** Options for {@link PrefixBuilder}: the token estimator and memo size. */
+export type PrefixBuilderOptions = UnitReaderOptions;
+
+/**
+ * Builds prefixes. Keep one per process (or per analysis) so block identities are remembered across
+ * requests: a request that extends an earlier one only computes its new blocks.
+ */
+export class PrefixBuilder {
+  readonly units: UnitReader;
+
+  constructor(options: PrefixBuilderOptions = {}) {
+    this.units = new UnitReader(options);
+  }
+
+  /** Parses a body and builds its prefix. */
+  parse(input: Uint8Array | string, options: ParseRequestOptions = {}): Prefix {
+    return this.build(parseRequestBody(input, options));
+  }
+
+  /** Builds the prefix of an already parsed body. */
+  build(body: RequestBody): Prefix {
+    const infos = body.units.map((u) => this.units.read(body.bytes, u, body.format));
+    const flags: DerivedFlags = {
+      images: false,
+      citations: false,
+      deferLoading: false,
+      webSearch: false,
+      betas: body.betas,
+      format: body.format,
+    };
+    const deferredTools: string[] = [];
+    for (const info of infos) {
+      if (info.hasImage) flags.images = true;
+      if (info.citations) flags.citations = true;
+      if (info.deferLoading) {
+        flags.deferLoading = true;
+        deferredTools.push(info.name ?? '?');
+      }
+      if (info.serverTool?.startsWith('web_search')) flags.webSearch = true;
+    }
+    const params: Record<PrefixLevel, Record<string, unknown>> = { tools: {}, system: {}, messages: {} };
+    for (const rule of paramRules(body.format)) {
+      const v = rule.read(body.fields, flags);
+      if (v !== undefined) params[rule.level][rule.name] = v;
+    }
+
+    const blocks: PrefixBlock[] = [];
+    const levels = {} as Record<PrefixLevel, PrefixLevelInfo>;
+    let running = 'cacheward-prefix-v1';
+    let tokens = 0;
+    let u = 0;
+    for (const level of LEVELS) {
+      running = createHash('sha256')
+        .update(running)
+        .update('\n')
+        .update(level)
+        .update(stableJson(params[level]))
+        .digest('hex');
+      const foldHash = running;
+      const start = blocks.length;
+      for (; u < body.units.length && body.units[u]?.level === level; u++) {
+        const unit = body.units[u];
+        const info = infos[u];
+        if (!unit || !info || info.deferLoading) continue;
+        const identity =
+          unit.messageHeader !== undefined
+            ? `m\n${unit.role ?? ''}\n${unit.messageHeader}\n${info.contentHash}`
+            : info.contentHash;
+        running = createHash('sha256').update(running).update('\n').update(identity).digest('hex');
+        tokens += info.tokens;
+        const block: PrefixBlock = {
+          index: blocks.length,
+          level,
+          kind: info.kind,
+          contentHash: info.contentHash,
+          hash: running,
+          tokens: info.tokens,
+          cumulativeTokens: tokens,
+          span: unit.span,
+        };
+        if (info.name !== undefined) block.name = info.name;
+        if (unit.messageIndex !== undefined) block.messageIndex = unit.messageIndex;
+        if (unit.partIndex !== undefined) block.partIndex = unit.partIndex;
+        if (unit.role !== undefined) block.role = unit.role;
+        if (info.cacheControl) block.cacheControl = info.cacheControl;
+        blocks.push(block);
+      }
+      levels[level] = { start, end: blocks.length, params: params[level], foldHash };
+    }
+    const model = typeof body.fields.model === 'string' ? body.fields.model : undefined;
+    const prefix: Prefix = { format: body.format, model, blocks, levels, deferredTools, totalTokens: tokens, body };
+    const auto = body.fields.cache_control;
+    if (auto && typeof auto === 'object') prefix.autoCacheControl = auto as CacheMarker;
+    return prefix;
+  }
+}
+
+let shared: PrefixBuilder | undefined;
+
+/** Parses a body into its prefix with a process-wide builder (default estimator). */
+export function parsePrefix(input: Uint8Array | string, options: ParseRequestOptions = {}): Prefix {
+  shared ??= new PrefixBuilder();
+  return shared.parse(input, options);
+}

@@ -1,0 +1,342 @@
+// Reads a provider request body (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses) into its
+// prompt units with byte spans. It never alters or drops a field: the original bytes stay the source of truth.
+
+import { WireFormatError } from '../core/errors.js';
+import { byteToPosition, parseSpan, type ScanNode, type ScanObject, type ScanShape, scanJson } from './json-scan.js';
+
+/** The request formats cacheward understands. */
+export type WireFormat = 'anthropic-messages' | 'openai-chat' | 'openai-responses';
+
+/** The three levels of the cached prefix, in prompt order. */
+export type PrefixLevel = 'tools' | 'system' | 'messages';
+
+/** A half-open byte range `[start, end)` in the request body. */
+export interface ByteSpan {
+  start: number;
+  end: number;
+}
+
+/**
+ * How a raw unit's bytes are to be read:
+ * `tool` a tool definition; `text` a system string or block; `content` a message content block or a string
+ * content; `item` a non-message Responses input item; `tool_call` an entry of a Chat message's `tool_calls`;
+ * `empty` a message with no content at all (its role and boundary still shape the prompt).
+ */
+export type UnitForm = 'tool' | 'text' | 'content' | 'item' | 'tool_call' | 'empty';
+
+/** One unit of the prompt as sent, not yet parsed: where it is and how to read it. */
+export interface RawUnit {
+  level: PrefixLevel;
+  form: UnitForm;
+  span: ByteSpan;
+  /** For message-level units: which message (or input item), which part within it. */
+  messageIndex?: number;
+  partIndex?: number;
+  role?: string;
+  /** On the first unit of a message: the message's other fields (not content), canonical JSON. */
+  messageHeader?: string;
+}
+
+/** A request body read into prompt units. `value()` parses the whole body (lazily) with nothing dropped. */
+export interface RequestBody {
+  format: WireFormat;
+  bytes: Uint8Array;
+  root: ScanObject;
+  units: RawUnit[];
+  /** Top-level fields other than the prompt arrays, parsed. */
+  fields: Readonly<Record<string, unknown>>;
+  /** Byte spans of every top-level field. */
+  fieldSpans: ReadonlyMap<string, ByteSpan>;
+  /** The `anthropic-beta` values sent with the request (from the headers option), sorted, de-duplicated. */
+  betas: readonly string[];
+  value(): Record<string, unknown>;
+}
+
+/** Options for {@link parseRequestBody}. */
+export interface ParseRequestOptions {
+  /** The format, when known (from the route). Otherwise it is detected from the body. */
+  format?: WireFormat;
+  /** The request path, e.g. `/v1/messages`; used to pick the format when `format` is not given. */
+  route?: string;
+  /** Request headers; only `anthropic-beta` is read. Secrets are never kept. */
+  headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
+}
+
+const SHAPE: ScanShape = {
+  members: {
+    tools: { items: {} },
+    functions: { items: {} },
+    system: { items: {} },
+    messages: { items: { members: { content: { items: {} }, tool_calls: { items: {} } } } },
+    input: { items: { members: { content: { items: {} } } } },
+  },
+};
+
+const PROMPT_FIELDS = new Set(['tools', 'functions', 'system', 'messages', 'input', 'instructions']);
+
+const encoder = new TextEncoder();
+
+/** Reads a request body. Throws `JsonSyntaxError` (with line and column) or `WireFormatError` (with path). */
+export function parseRequestBody(input: Uint8Array | string, options: ParseRequestOptions = {}): RequestBody {
+  const bytes = typeof input === 'string' ? encoder.encode(input) : input;
+  const root = scanJson(bytes, SHAPE);
+  if (root.type !== 'object') {
+    throw new WireFormatError('$', 'a request body must be a JSON object', byteToPosition(bytes, root.start));
+  }
+  const fields: Record<string, unknown> = {};
+  const fieldSpans = new Map<string, ByteSpan>();
+  for (const [key, node] of root.members) {
+    fieldSpans.set(key, { start: node.start, end: node.end });
+    if (!PROMPT_FIELDS.has(key)) fields[key] = parseSpan(bytes, node.start, node.end);
+  }
+  const format = options.format ?? formatFromRoute(options.route) ?? detectFormat(bytes, root);
+  const units: RawUnit[] = [];
+  const reader = new UnitReader(bytes, units);
+  if (format === 'anthropic-messages') reader.anthropic(root);
+  else if (format === 'openai-chat') reader.openaiChat(root);
+  else reader.openaiResponses(root);
+  let parsed: Record<string, unknown> | undefined;
+  return {
+    format,
+    bytes,
+    root,
+    units,
+    fields,
+    fieldSpans,
+    betas: readBetas(options.headers),
+    value() {
+      parsed ??= parseSpan(bytes, root.start, root.end) as Record<string, unknown>;
+      return parsed;
+    },
+  };
+}
+
+/** The format served on a route, or undefined for a route that carries no prompt. */
+export function formatFromRoute(route: string | undefined): WireFormat | undefined {
+  if (!route) return undefined;
+  const path = route.split('?')[0] ?? '';
+  if (/\/messages(\/count_tokens)?$/.test(path)) return 'anthropic-messages';
+  if (/\/chat\/completions$/.test(path)) return 'openai-chat';
+  if (/\/responses$/.test(path)) return 'openai-responses';
+  return undefined;
+}
+
+const CHAT_ONLY_FIELDS = [
+  'max_completion_tokens',
+  'stream_options',
+  'response_format',
+  'n',
+  'logprobs',
+  'top_logprobs',
+  'frequency_penalty',
+  'presence_penalty',
+  'seed',
+  'parallel_tool_calls',
+  'prompt_cache_key',
+  'reasoning_effort',
+  'functions',
+  'logit_bias',
+  'verbosity',
+];
+const ANTHROPIC_ONLY_FIELDS = ['system', 'stop_sequences', 'top_k', 'thinking', 'anthropic_version', 'output_config'];
+
+/** Guesses the format of a body with no route: Responses by `input`/`instructions`, else by telltale fields. */
+export function detectFormat(bytes: Uint8Array, root: ScanObject): WireFormat {
+  const has = (k: string) => root.members.has(k);
+  if (!has('messages') && (has('input') || has('instructions'))) return 'openai-responses';
+  let score = 0;
+  for (const k of CHAT_ONLY_FIELDS) if (has(k)) score -= 1;
+  for (const k of ANTHROPIC_ONLY_FIELDS) if (has(k)) score += 1;
+  const messages = root.members.get('messages');
+  if (messages?.type === 'array') {
+    const first = messages.items[0];
+    if (first?.type === 'object') {
+      const role = first.members.get('role');
+      const r = role ? parseSpan(bytes, role.start, role.end) : undefined;
+      if (r === 'system' || r === 'developer') score -= 2;
+    }
+    for (const m of messages.items) {
+      if (m.type !== 'object') continue;
+      if (m.members.has('tool_calls') || m.members.has('tool_call_id')) score -= 2;
+      const content = m.members.get('content');
+      if (content?.type === 'array') {
+        for (const part of content.items.slice(0, 4)) {
+          const text = new TextDecoder().decode(bytes.subarray(part.start, Math.min(part.end, part.start + 64)));
+          if (/"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking|document)"/.test(text)) score += 2;
+          if (/"type"\s*:\s*"(image_url|input_audio)"/.test(text)) score -= 2;
+        }
+      }
+    }
+  }
+  const tools = root.members.get('tools');
+  if (tools?.type === 'array' && tools.items[0]) {
+    const t = tools.items[0];
+    const text = new TextDecoder().decode(bytes.subarray(t.start, t.end));
+    if (text.includes('"input_schema"')) score += 2;
+    if (/"type"\s*:\s*"function"/.test(text)) score -= 2;
+  }
+  return score >= 0 ? 'anthropic-messages' : 'openai-chat';
+}
+
+function readBetas(headers: ParseRequestOptions['headers']): string[] {
+  if (!headers) return [];
+  const out = new Set<string>();
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.toLowerCase() !== 'anthropic-beta' || value === undefined) continue;
+    const values = typeof value === 'string' ? [value] : value;
+    for (const v of values)
+      for (const part of v.split(',')) {
+        const beta = part.trim();
+        if (beta) out.add(beta);
+      }
+  }
+  return [...out].sort();
+}
+
+class UnitReader {
+  constructor(
+    private readonly bytes: Uint8Array,
+    private readonly units: RawUnit[],
+  ) {}
+
+  private fail(path: string, node: ScanNode, detail: string): never {
+    throw new WireFormatError(path, detail, byteToPosition(this.bytes, node.start));
+  }
+
+  private span(node: ScanNode): ByteSpan {
+    return { start: node.start, end: node.end };
+  }
+
+  private toolArray(root: ScanObject, key: 'tools' | 'functions'): void {
+    const tools = root.members.get(key);
+    if (!tools || isNull(tools)) return;
+    if (tools.type !== 'array') this.fail(`$.${key}`, tools, 'must be an array of tool definitions');
+    tools.items.forEach((tool, i) => {
+      if (tool.type !== 'leaf' || tool.first !== 0x7b) this.fail(`$.${key}[${i}]`, tool, 'must be an object');
+      this.units.push({ level: 'tools', form: 'tool', span: this.span(tool) });
+    });
+  }
+
+  anthropic(root: ScanObject): void {
+    this.toolArray(root, 'tools');
+    const system = root.members.get('system');
+    if (system && !isNull(system)) {
+      if (system.type === 'array') {
+        system.items.forEach((block, i) => {
+          if (block.type !== 'leaf' || block.first !== 0x7b) this.fail(`$.system[${i}]`, block, 'must be an object');
+          this.units.push({ level: 'system', form: 'text', span: this.span(block), partIndex: i });
+        });
+      } else if (system.type === 'leaf' && system.first === 0x22) {
+        this.units.push({ level: 'system', form: 'text', span: this.span(system), partIndex: 0 });
+      } else this.fail('$.system', system, 'must be a string or an array of text blocks');
+    }
+    this.messageArray(root, 'messages', true);
+  }
+
+  openaiChat(root: ScanObject): void {
+    this.toolArray(root, 'tools');
+    this.toolArray(root, 'functions');
+    this.messageArray(root, 'messages', true);
+  }
+
+  openaiResponses(root: ScanObject): void {
+    this.toolArray(root, 'tools');
+    const instructions = root.members.get('instructions');
+    if (instructions && !isNull(instructions)) {
+      if (instructions.type !== 'leaf' || instructions.first !== 0x22) {
+        this.fail('$.instructions', instructions, 'must be a string');
+      }
+      this.units.push({ level: 'system', form: 'text', span: this.span(instructions), partIndex: 0 });
+    }
+    const input = root.members.get('input');
+    if (!input || isNull(input)) return;
+    if (input.type === 'leaf' && input.first === 0x22) {
+      this.units.push({
+        level: 'messages',
+        form: 'content',
+        span: this.span(input),
+        messageIndex: 0,
+        partIndex: 0,
+        role: 'user',
+        messageHeader: '{}',
+      });
+      return;
+    }
+    this.messageArray(root, 'input', false);
+  }
+
+  /** Messages (or Responses input items): one unit per content part; a message's own fields go in its header. */
+  private messageArray(root: ScanObject, key: 'messages' | 'input', required: boolean): void {
+    const messages = root.members.get(key);
+    if (!messages) {
+      if (required) this.fail('$', root, `missing required field "${key}"`);
+      return;
+    }
+    if (messages.type !== 'array') this.fail(`$.${key}`, messages, 'must be an array');
+    messages.items.forEach((message, m) => {
+      const path = `$.${key}[${m}]`;
+      if (message.type !== 'object') this.fail(path, message, 'must be an object');
+      const roleNode = message.members.get('role');
+      const content = message.members.get('content');
+      if (key === 'input' && !roleNode) {
+        // A Responses item that is not a message (function_call, function_call_output, reasoning, ...).
+        this.units.push({ level: 'messages', form: 'item', span: this.span(message), messageIndex: m, partIndex: 0 });
+        return;
+      }
+      if (!roleNode) this.fail(path, message, 'missing "role"');
+      const role = parseSpan(this.bytes, roleNode.start, roleNode.end);
+      if (typeof role !== 'string') this.fail(`${path}.role`, roleNode, 'must be a string');
+      const header: Record<string, unknown> = {};
+      for (const [k, node] of message.members) {
+        if (k === 'role' || k === 'content' || k === 'tool_calls') continue;
+        header[k] = parseSpan(this.bytes, node.start, node.end);
+      }
+      const headerJson = JSON.stringify(header);
+      const before = this.units.length;
+      let part = 0;
+      const push = (form: UnitForm, node: ScanNode) => {
+        const first = this.units.length === before;
+        const partIndex = part++;
+        this.units.push({
+          level: 'messages',
+          form,
+          span: this.span(node),
+          messageIndex: m,
+          partIndex,
+          role,
+          ...(first ? { messageHeader: headerJson } : {}),
+        });
+      };
+      if (content && !isNull(content)) {
+        if (content.type === 'array') {
+          content.items.forEach((block, i) => {
+            if (block.type !== 'leaf' || block.first !== 0x7b) this.fail(`${path}.content[${i}]`, block, 'must be an object');
+            push('content', block);
+          });
+        } else if (content.type === 'leaf' && content.first === 0x22) push('content', content);
+        else this.fail(`${path}.content`, content, 'must be a string or an array of content blocks');
+      }
+      const toolCalls = message.members.get('tool_calls');
+      if (toolCalls && !isNull(toolCalls)) {
+        if (toolCalls.type !== 'array') this.fail(`${path}.tool_calls`, toolCalls, 'must be an array');
+        for (const call of toolCalls.items) push('tool_call', call);
+      }
+      if (this.units.length === before) {
+        // A message with no content still shapes the prompt (its role and boundary): keep it as an empty unit.
+        this.units.push({
+          level: 'messages',
+          form: 'empty',
+          span: { start: message.start, end: message.end },
+          messageIndex: m,
+          partIndex: 0,
+          role,
+          messageHeader: headerJson,
+        });
+      }
+    });
+  }
+}
+
+function isNull(node: ScanNode): boolean {
+  return node.type === 'leaf' && node.first === 0x6e;
+}
