@@ -37,3 +37,11 @@ export {
   type RequestBody,
   type WireFormat,
 } from './wire/request-body.js';
+export {
+  createStreamReader,
+  parseStream,
+  type StreamEvent,
+  type StreamReader,
+  type StreamSummary,
+} from './wire/sse-stream.js';
+export { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from './wire/usage.js';

@@ -35,11 +35,13 @@ export class JsonSyntaxError extends CachewardError {
 /** The input is JSON but not a request body of the expected provider format. `path` is a JSON pointer-like path. */
 export class WireFormatError extends CachewardError {
   readonly path: string;
+  readonly detail: string;
   readonly position: TextPosition | undefined;
   constructor(path: string, detail: string, position?: TextPosition) {
     const where = position ? ` (line ${position.line}, column ${position.column})` : '';
     super('CW_WIRE_FORMAT', `${path}${where}: ${detail}`);
     this.path = path;
+    this.detail = detail;
     this.position = position;
   }
 }

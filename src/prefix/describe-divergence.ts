@@ -26,7 +26,13 @@ function toolsWhat(c: ToolsChange): string {
     const r = c.reordered[0];
     parts.push(`${code(r.moved)} was moved before ${code(r.displaced)}`);
   }
-  for (const t of c.added) parts.push(`${code(t.name)} was added at index ${t.index}`);
+  for (const t of c.added) {
+    parts.push(
+      t.before
+        ? `${code(t.name)} was inserted before ${code(t.before)}`
+        : `${code(t.name)} was appended at index ${t.index}`,
+    );
+  }
   for (const t of c.removed) parts.push(`${code(t.name)} was removed from index ${t.index}`);
   for (const n of c.schemaChanged) parts.push(`the schema of ${code(n)} changed`);
   for (const n of c.descriptionChanged) parts.push(`the description of ${code(n)} changed`);

@@ -15,7 +15,8 @@ export interface ParamChange {
 /** What changed among the tools, by name. `index` is the tool's position in the request that has it. */
 export interface ToolsChange {
   type: 'tools';
-  added: Array<{ name: string; index: number }>;
+  /** Added tools; `before` names the tool it was inserted in front of (absent when appended at the end). */
+  added: Array<{ name: string; index: number; before?: string }>;
   removed: Array<{ name: string; index: number }>;
   /** The first place the shared tools' order differs: `moved` now stands where `displaced` stood. */
   reordered: Array<{ index: number; moved: string; displaced: string }>;
@@ -177,7 +178,12 @@ function toolsChange(a: Prefix, b: Prefix): ToolsChange {
   const inB = new Map(tb.map((t) => [t.name, t]));
   const change: ToolsChange = {
     type: 'tools',
-    added: tb.filter((t) => !inA.has(t.name)).map(({ name, index }) => ({ name, index })),
+    added: tb
+      .filter((t) => !inA.has(t.name))
+      .map(({ name, index }) => {
+        const next = tb.slice(index + 1).find((t) => inA.has(t.name));
+        return next ? { name, index, before: next.name } : { name, index };
+      }),
     removed: ta.filter((t) => !inB.has(t.name)).map(({ name, index }) => ({ name, index })),
     reordered: [],
     schemaChanged: [],

@@ -25,9 +25,10 @@ export function locateJsonError(text: string): JsonErrorLocation | undefined {
     }
   };
   const string = (): JsonErrorLocation | undefined => {
+    const start = pos;
     pos++;
     for (;;) {
-      if (pos >= text.length) return err('unterminated string');
+      if (pos >= text.length) return { charOffset: start, detail: 'unterminated string (it starts here)' };
       const c = text.charCodeAt(pos);
       if (c === 0x22) {
         pos++;

@@ -1,0 +1,51 @@
+// The `cacheward` command line: one commander program, one file per command, exit codes per DESIGN.md.
+// It never lets an exception escape as a stack trace: errors become one line and exit code 2.
+
+import { Command, CommanderError } from 'commander';
+import packageJson from '../../package.json' with { type: 'json' };
+import { CachewardError } from '../core/errors.js';
+import { registerDemo } from './commands/demo.js';
+import { registerDiff } from './commands/diff.js';
+import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
+import { type CliIO, processIO } from './io.js';
+
+export const VERSION: string = packageJson.version;
+
+/** Runs the CLI with `argv` (without node and script) and resolves to the exit code. */
+export async function runCli(argv: readonly string[], io: CliIO = processIO()): Promise<number> {
+  let exitCode = EXIT_OK;
+  const setExit = (code: number) => {
+    exitCode = code;
+  };
+  const program = new Command();
+  program
+    .name('cacheward')
+    .description('Keeps LLM prompt caches warm: see, price and fix every cache miss.')
+    .version(VERSION, '-v, --version')
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => io.out(s.replace(/\n$/, '')),
+      writeErr: (s) => io.err(s.replace(/\n$/, '')),
+    });
+  registerDiff(program, io, setExit);
+  registerDemo(program, io, setExit);
+  for (const cmd of program.commands) cmd.exitOverride();
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') {
+        return EXIT_OK;
+      }
+      return EXIT_USAGE;
+    }
+    if (err instanceof CachewardError) {
+      io.err(`cacheward: ${err.message}`);
+      return EXIT_USAGE;
+    }
+    io.err(`cacheward: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    return EXIT_USAGE;
+  }
+}

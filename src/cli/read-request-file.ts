@@ -1,0 +1,69 @@
+// Reads a request body for the CLI from a file (or `-` for stdin): a bare body, or an exchange wrapper
+// `{"route"?, "headers"?, "body": {...}}` such as a capture record. It never prints or keeps header secrets.
+
+import { readFile } from 'node:fs/promises';
+import { CachewardError, JsonSyntaxError, WireFormatError } from '../core/errors.js';
+import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+import { byteToPosition, parseSpan, scanJson } from '../wire/json-scan.js';
+import { parseRequestBody, type WireFormat } from '../wire/request-body.js';
+
+/** A file the CLI could not use: the message names the file, and the line and column where known. */
+export class InputError extends CachewardError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CW_INPUT', message, options);
+  }
+}
+
+/** Options for {@link readRequestFile}. */
+export interface ReadRequestOptions {
+  format?: WireFormat;
+  stdin?: NodeJS.ReadableStream;
+}
+
+const EXCHANGE_KEYS = new Set(['body', 'headers', 'route', 'request']);
+
+/** Reads and parses one request file into its prefix, reporting any problem as an {@link InputError}. */
+export async function readRequestFile(path: string, builder: PrefixBuilder, options: ReadRequestOptions = {}): Promise<Prefix> {
+  let bytes: Uint8Array;
+  try {
+    bytes = path === '-' ? await readAll(options.stdin ?? process.stdin) : await readFile(path);
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message;
+    throw new InputError(`${path}: cannot read: ${reason}`, { cause: err });
+  }
+  let offset = 0;
+  try {
+    const root = scanJson(bytes, { members: {} });
+    let body = bytes;
+    let route: string | undefined;
+    let headers: Record<string, string> | undefined;
+    const bodyNode = root.type === 'object' ? root.members.get('body') : undefined;
+    if (root.type === 'object' && bodyNode?.type === 'leaf' && bodyNode.first === 0x7b && [...root.members.keys()].every((k) => EXCHANGE_KEYS.has(k))) {
+      offset = bodyNode.start;
+      body = bytes.subarray(bodyNode.start, bodyNode.end);
+      const r = root.members.get('route');
+      if (r) route = String(parseSpan(bytes, r.start, r.end));
+      const h = root.members.get('headers');
+      if (h) headers = parseSpan(bytes, h.start, h.end) as Record<string, string>;
+    }
+    const opts = { ...(options.format ? { format: options.format } : {}), ...(route ? { route } : {}), ...(headers ? { headers } : {}) };
+    return builder.build(parseRequestBody(body, opts));
+  } catch (err) {
+    if (err instanceof JsonSyntaxError) {
+      const p = byteToPosition(bytes, err.position.offset + offset);
+      throw new InputError(`${path}:${p.line}:${p.column}: invalid JSON (byte ${p.offset}): ${err.detail}`, { cause: err });
+    }
+    if (err instanceof WireFormatError) {
+      const p = err.position ? byteToPosition(bytes, err.position.offset + offset) : undefined;
+      const where = p ? `${path}:${p.line}:${p.column}` : path;
+      throw new InputError(`${where}: not a request body: ${err.path}: ${err.detail}`, { cause: err });
+    }
+    throw err;
+  }
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks);
+}

@@ -1,0 +1,163 @@
+import { describe, expect, it } from 'vitest';
+import { anthropicFixture, openaiChatFixture, openaiResponsesFixture } from '../../test/fixtures/requests.js';
+import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
+import { PrefixBuilder, parsePrefix } from './build-prefix.js';
+import { firstDivergence } from './first-divergence.js';
+
+const json = (v: unknown) => JSON.stringify(v);
+
+describe('buildPrefix (Anthropic)', () => {
+  const p = parsePrefix(json(anthropicFixture()), { headers: { 'anthropic-beta': 'mid-conversation-tool-changes-2026-07-01' } });
+
+  it('orders blocks tools → system → messages and leaves deferred tools out', () => {
+    expect(p.blocks.map((b) => b.level)).toEqual([
+      'tools', 'tools', 'tools',
+      'system', 'system',
+      'messages', 'messages', 'messages', 'messages', 'messages', 'messages', 'messages', 'messages',
+    ]);
+    expect(p.blocks.filter((b) => b.level === 'tools').map((b) => b.name)).toEqual([
+      'get_weather',
+      'read_file',
+      'tool_search_tool_regex',
+    ]);
+    expect(p.deferredTools).toEqual(['mcp__db__query']);
+    expect(p.levels.tools.params.defer_loading).toBe(true);
+  });
+
+  it('gives every block its kind, message position, span, tokens and marker', () => {
+    const kinds = p.blocks.filter((b) => b.level === 'messages').map((b) => `${b.messageIndex}.${b.partIndex}:${b.role}:${b.kind}`);
+    expect(kinds).toEqual([
+      '0.0:user:text',
+      '1.0:assistant:thinking',
+      '1.1:assistant:tool_use',
+      '2.0:user:tool_result',
+      '2.1:user:image',
+      '3.0:system:text',
+      '4.0:assistant:text',
+      '5.0:user:text',
+    ]);
+    const toolUse = p.blocks.find((b) => b.kind === 'tool_use');
+    expect(toolUse?.name).toBe('get_weather');
+    expect(p.blocks[1]?.cacheControl).toEqual({ type: 'ephemeral' });
+    expect(p.blocks[4]?.cacheControl).toEqual({ type: 'ephemeral', ttl: '1h' });
+    let sum = 0;
+    for (const b of p.blocks) {
+      expect(b.tokens).toBeGreaterThan(0);
+      sum += b.tokens;
+      expect(b.cumulativeTokens).toBe(sum);
+      expect(b.span.end).toBeGreaterThan(b.span.start);
+    }
+    expect(p.totalTokens).toBe(sum);
+    expect(p.blocks.find((b) => b.kind === 'image')?.tokens).toBeGreaterThanOrEqual(1600);
+  });
+
+  it('folds messages-level parameters: thinking, images, betas', () => {
+    expect(p.levels.messages.params).toEqual({
+      thinking: { type: 'enabled', budget_tokens: 4000 },
+      images: true,
+      'anthropic-beta': ['mid-conversation-tool-changes-2026-07-01'],
+    });
+    expect(p.levels.tools.params).toMatchObject({ model: 'claude-opus-5', format: 'anthropic-messages' });
+  });
+
+  it.each([
+    ['model', { model: 'claude-sonnet-5' }, 'tools'],
+    ['speed', { speed: 'fast' }, 'system'],
+    ['tool_choice', { tool_choice: { type: 'any' } }, 'messages'],
+    ['thinking', { thinking: { type: 'enabled', budget_tokens: 9000 } }, 'messages'],
+    ['effort', { output_config: { effort: 'low' } }, 'messages'],
+    ['context_management', { context_management: { edits: [] } }, 'messages'],
+    ['output_format', { output_config: { format: { type: 'json_schema', schema: {} } } }, 'messages'],
+  ])('a change of %s invalidates the %s level', (name, patch, level) => {
+    const changed = parsePrefix(json({ ...anthropicFixture(), ...patch }));
+    const base = parsePrefix(json(anthropicFixture()));
+    const d = firstDivergence(base, changed);
+    expect(d?.level).toBe('params');
+    expect(d?.change).toMatchObject({ type: 'params', invalidates: level, params: [{ name }] });
+    expect(d?.blockIndex).toBe(base.levels[level as 'tools'].start);
+  });
+
+  it('treats an explicit default effort as omitted', () => {
+    const a = parsePrefix(json(anthropicFixture()));
+    const b = parsePrefix(json({ ...anthropicFixture(), output_config: { effort: 'high' } }));
+    expect(firstDivergence(a, b)).toBeNull();
+  });
+
+  it('keeps key order significant in block identity', () => {
+    const a = anthropicFixture();
+    const b = anthropicFixture();
+    const tool = (b.tools as Array<Record<string, unknown>>)[0] as Record<string, unknown>;
+    (b.tools as unknown[])[0] = { description: tool.description, name: tool.name, input_schema: tool.input_schema };
+    const d = firstDivergence(parsePrefix(json(a)), parsePrefix(json(b)));
+    expect(d?.level).toBe('tools');
+    expect(d?.change).toMatchObject({ type: 'tools', otherChanged: ['get_weather'] });
+  });
+
+  it('does not hash a deferred tool: adding one when another is already deferred changes nothing', () => {
+    const a = anthropicFixture();
+    const b = anthropicFixture();
+    (b.tools as unknown[]).push({ name: 'late', description: 'x', input_schema: { type: 'object' }, defer_loading: true });
+    expect(firstDivergence(parsePrefix(json(a)), parsePrefix(json(b)))).toBeNull();
+  });
+});
+
+describe('buildPrefix (OpenAI)', () => {
+  it('folds Chat parameters at the tools level, prompt_cache_key included', () => {
+    const p = parsePrefix(json(openaiChatFixture()));
+    expect(p.format).toBe('openai-chat');
+    expect(p.levels.tools.params).toMatchObject({ model: 'gpt-5.4', prompt_cache_key: 'session-42', parallel_tool_calls: false });
+    expect(p.blocks.map((b) => b.kind)).toEqual(['tool', 'text', 'text', 'image_url', 'tool_call', 'text', 'text']);
+    const q = parsePrefix(json({ ...openaiChatFixture(), prompt_cache_key: 'other' }));
+    expect(firstDivergence(p, q)?.change).toMatchObject({ type: 'params', params: [{ name: 'prompt_cache_key' }] });
+  });
+
+  it('puts Responses instructions at the system level and items in order', () => {
+    const p = parsePrefix(json(openaiResponsesFixture()));
+    expect(p.blocks.map((b) => `${b.level}:${b.kind}`)).toEqual([
+      'tools:tool',
+      'system:text',
+      'messages:input_text',
+      'messages:reasoning',
+      'messages:function_call',
+      'messages:function_call_output',
+      'messages:input_text',
+    ]);
+    expect(p.levels.tools.params).toMatchObject({ 'reasoning.effort': 'medium', 'text.verbosity': 'low' });
+  });
+
+  it('treats string content and a single text part as the same prompt', () => {
+    const a = openaiChatFixture();
+    const b = openaiChatFixture();
+    (b.messages as Array<{ content: unknown }>)[4] = { role: 'user', content: [{ type: 'text', text: 'And tomorrow?' }] } as never;
+    expect(firstDivergence(parsePrefix(json(a)), parsePrefix(json(b)))).toBeNull();
+  });
+});
+
+describe('PrefixBuilder memo', () => {
+  it('computes only the new blocks of a request that extends an earlier one', () => {
+    const builder = new PrefixBuilder();
+    const a = agentConversation({ turns: 20 });
+    builder.parse(json(a));
+    const before = { ...builder.units.stats };
+    const b = appendUserTurn(a, 'next');
+    const pb = builder.parse(json(b));
+    const computed = builder.units.stats.computed - before.computed;
+    // The last block lost its marker (1), plus two new blocks; everything else is remembered.
+    expect(computed).toBe(3);
+    expect(builder.units.stats.remembered - before.remembered).toBe(pb.blocks.length - 3);
+  });
+
+  it('evicts the least recently used units past its limit', () => {
+    const builder = new PrefixBuilder({ memoEntries: 5 });
+    builder.parse(json(agentConversation({ turns: 3 })));
+    const again = builder.units.stats.computed;
+    builder.parse(json(agentConversation({ turns: 3 })));
+    expect(builder.units.stats.computed).toBeGreaterThan(again);
+  });
+
+  it('uses a pluggable estimator', () => {
+    const builder = new PrefixBuilder({ estimateTokens: ({ canonical }) => canonical.length });
+    const p = builder.parse('{"model":"m","messages":[{"role":"user","content":"hello"}]}');
+    expect(p.blocks[0]?.tokens).toBe(JSON.stringify({ type: 'text', text: 'hello' }).length);
+  });
+});

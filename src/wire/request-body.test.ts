@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { anthropicFixture, openaiChatFixture, openaiResponsesFixture } from '../../test/fixtures/requests.js';
+import { JsonSyntaxError, WireFormatError } from '../core/errors.js';
+import { formatFromRoute, parseRequestBody } from './request-body.js';
+
+const text = (bytes: Uint8Array, span: { start: number; end: number }) =>
+  new TextDecoder().decode(bytes.subarray(span.start, span.end));
+
+describe('parseRequestBody', () => {
+  it('reads an Anthropic body into tool, system and message units with exact byte spans', () => {
+    const raw = JSON.stringify(anthropicFixture(), null, 2);
+    const body = parseRequestBody(raw, { headers: { 'anthropic-beta': 'b2, b1', authorization: 'secret' } });
+    expect(body.format).toBe('anthropic-messages');
+    const levels = body.units.map((u) => u.level);
+    expect(levels.filter((l) => l === 'tools')).toHaveLength(4);
+    expect(levels.filter((l) => l === 'system')).toHaveLength(2);
+    expect(levels.filter((l) => l === 'messages')).toHaveLength(8);
+    for (const u of body.units) expect(JSON.parse(text(body.bytes, u.span))).toBeDefined();
+    const first = body.units.find((u) => u.level === 'messages');
+    expect(text(body.bytes, first?.span ?? { start: 0, end: 0 })).toBe('"What\'s the weather in Paris? Here is a photo."');
+    expect(body.betas).toEqual(['b1', 'b2']);
+    expect(JSON.stringify(body)).not.toContain('secret');
+  });
+
+  it('keeps unknown fields: value() is the whole body', () => {
+    const fixture = anthropicFixture();
+    const body = parseRequestBody(JSON.stringify(fixture));
+    expect(body.value()).toEqual(fixture);
+    expect(body.fields.future_field).toEqual({ kept: true });
+  });
+
+  it('reads OpenAI Chat messages, content parts and tool calls', () => {
+    const body = parseRequestBody(JSON.stringify(openaiChatFixture()));
+    expect(body.format).toBe('openai-chat');
+    const forms = body.units.map((u) => `${u.level}:${u.form}:${u.messageIndex ?? '-'}`);
+    expect(forms).toEqual([
+      'tools:tool:-',
+      'messages:content:0',
+      'messages:content:1',
+      'messages:content:1',
+      'messages:tool_call:2',
+      'messages:content:3',
+      'messages:content:4',
+    ]);
+    expect(body.units[5]?.messageHeader).toBe('{"tool_call_id":"call_1"}');
+  });
+
+  it('reads OpenAI Responses instructions and input items', () => {
+    const body = parseRequestBody(JSON.stringify(openaiResponsesFixture()));
+    expect(body.format).toBe('openai-responses');
+    expect(body.units.map((u) => `${u.level}:${u.form}`)).toEqual([
+      'tools:tool',
+      'system:text',
+      'messages:content',
+      'messages:item',
+      'messages:item',
+      'messages:item',
+      'messages:content',
+    ]);
+  });
+
+  it('takes the format from the route when given', () => {
+    expect(formatFromRoute('/v1/messages')).toBe('anthropic-messages');
+    expect(formatFromRoute('/v1/messages/count_tokens')).toBe('anthropic-messages');
+    expect(formatFromRoute('/v1/chat/completions?x=1')).toBe('openai-chat');
+    expect(formatFromRoute('/v1/responses')).toBe('openai-responses');
+    expect(formatFromRoute('/v1/models')).toBeUndefined();
+    const body = parseRequestBody('{"model":"m","messages":[]}', { route: '/v1/chat/completions' });
+    expect(body.format).toBe('openai-chat');
+  });
+
+  it('names the path and position of a body of the wrong shape', () => {
+    expect(() => parseRequestBody('[1]')).toThrow(WireFormatError);
+    expect(() => parseRequestBody('{"model":"m"}', { format: 'anthropic-messages' })).toThrow(/missing required field "messages"/);
+    try {
+      parseRequestBody('{"model":"m",\n"messages":[{"role":"user","content":5}]}');
+      expect.fail('should throw');
+    } catch (e) {
+      expect(e).toBeInstanceOf(WireFormatError);
+      expect((e as WireFormatError).path).toBe('$.messages[0].content');
+      expect((e as WireFormatError).position?.line).toBe(2);
+    }
+  });
+
+  it('reports malformed JSON inside a leaf at its exact position', () => {
+    const raw = '{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a\tb"}]}]}';
+    try {
+      parseRequestBody(raw).value();
+      expect.fail('should throw');
+    } catch (e) {
+      expect(e).toBeInstanceOf(JsonSyntaxError);
+      expect((e as JsonSyntaxError).position.column).toBe(raw.indexOf('\t') + 1);
+      expect((e as JsonSyntaxError).message).toContain('control character');
+    }
+  });
+});
