@@ -12,7 +12,15 @@ export default defineConfig({
   format: ['esm'],
   target: 'node20',
   platform: 'node',
-  dts: { entry: ['src/index.ts', 'src/sim/index.ts', 'src/proxy/index.ts', 'src/fork/index.ts', 'src/guard/index.ts'] },
+  dts: {
+    entry: [
+      'src/index.ts',
+      'src/sim/index.ts',
+      'src/proxy/index.ts',
+      'src/fork/index.ts',
+      'src/guard/index.ts',
+    ],
+  },
   sourcemap: true,
   clean: true,
   splitting: true,

@@ -1,7 +1,13 @@
 // The `cacheward` entry point: the prefix model, request and stream parsers, and divergence analysis.
 // Exports only what works today; later capabilities add their own entry points (sim, proxy, fork, guard).
 
-export { CachewardError, JsonSyntaxError, StreamFormatError, type TextPosition, WireFormatError } from './core/errors.js';
+export {
+  CachewardError,
+  JsonSyntaxError,
+  StreamFormatError,
+  type TextPosition,
+  WireFormatError,
+} from './core/errors.js';
 export {
   LEVELS,
   type Prefix,
@@ -25,7 +31,12 @@ export {
   type ToolsChange,
 } from './prefix/first-divergence.js';
 export { stableJson } from './prefix/stable-json.js';
-export { defaultTokenEstimator, type EstimatorInput, IMAGE_TOKENS, type TokenEstimator } from './prefix/token-estimate.js';
+export {
+  defaultTokenEstimator,
+  type EstimatorInput,
+  IMAGE_TOKENS,
+  type TokenEstimator,
+} from './prefix/token-estimate.js';
 export type { CacheMarker } from './prefix/unit-info.js';
 export {
   type ByteSpan,

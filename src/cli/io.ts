@@ -22,7 +22,8 @@ export function processIO(): CliIO {
 
 /** ANSI styles that turn into plain text when colour is off. */
 export function styles(color: boolean) {
-  const wrap = (open: number, close: number) => (s: string) => (color ? `\u001b[${open}m${s}\u001b[${close}m` : s);
+  const wrap = (open: number, close: number) => (s: string) =>
+    color ? `\u001b[${open}m${s}\u001b[${close}m` : s;
   return {
     bold: wrap(1, 22),
     dim: wrap(2, 22),

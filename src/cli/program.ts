@@ -36,7 +36,11 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
     return exitCode;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') {
+      if (
+        err.code === 'commander.helpDisplayed' ||
+        err.code === 'commander.version' ||
+        err.code === 'commander.help'
+      ) {
         return EXIT_OK;
       }
       return EXIT_USAGE;

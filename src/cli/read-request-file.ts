@@ -23,7 +23,11 @@ export interface ReadRequestOptions {
 const EXCHANGE_KEYS = new Set(['body', 'headers', 'route', 'request']);
 
 /** Reads and parses one request file into its prefix, reporting any problem as an {@link InputError}. */
-export async function readRequestFile(path: string, builder: PrefixBuilder, options: ReadRequestOptions = {}): Promise<Prefix> {
+export async function readRequestFile(
+  path: string,
+  builder: PrefixBuilder,
+  options: ReadRequestOptions = {},
+): Promise<Prefix> {
   let bytes: Uint8Array;
   try {
     bytes = path === '-' ? await readAll(options.stdin ?? process.stdin) : await readFile(path);
@@ -38,7 +42,12 @@ export async function readRequestFile(path: string, builder: PrefixBuilder, opti
     let route: string | undefined;
     let headers: Record<string, string> | undefined;
     const bodyNode = root.type === 'object' ? root.members.get('body') : undefined;
-    if (root.type === 'object' && bodyNode?.type === 'leaf' && bodyNode.first === 0x7b && [...root.members.keys()].every((k) => EXCHANGE_KEYS.has(k))) {
+    if (
+      root.type === 'object' &&
+      bodyNode?.type === 'leaf' &&
+      bodyNode.first === 0x7b &&
+      [...root.members.keys()].every((k) => EXCHANGE_KEYS.has(k))
+    ) {
       offset = bodyNode.start;
       body = bytes.subarray(bodyNode.start, bodyNode.end);
       const r = root.members.get('route');
@@ -46,12 +55,18 @@ export async function readRequestFile(path: string, builder: PrefixBuilder, opti
       const h = root.members.get('headers');
       if (h) headers = parseSpan(bytes, h.start, h.end) as Record<string, string>;
     }
-    const opts = { ...(options.format ? { format: options.format } : {}), ...(route ? { route } : {}), ...(headers ? { headers } : {}) };
+    const opts = {
+      ...(options.format ? { format: options.format } : {}),
+      ...(route ? { route } : {}),
+      ...(headers ? { headers } : {}),
+    };
     return builder.build(parseRequestBody(body, opts));
   } catch (err) {
     if (err instanceof JsonSyntaxError) {
       const p = byteToPosition(bytes, err.position.offset + offset);
-      throw new InputError(`${path}:${p.line}:${p.column}: invalid JSON (byte ${p.offset}): ${err.detail}`, { cause: err });
+      throw new InputError(`${path}:${p.line}:${p.column}: invalid JSON (byte ${p.offset}): ${err.detail}`, {
+        cause: err,
+      });
     }
     if (err instanceof WireFormatError) {
       const p = err.position ? byteToPosition(bytes, err.position.offset + offset) : undefined;

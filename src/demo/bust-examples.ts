@@ -114,7 +114,10 @@ export function bustExamples(): BustExample[] {
   // 5. A timestamp in the system prompt.
   {
     const a = agentConversation({ turns: 14, systemSuffix: '\nCurrent time: 2026-11-30T12:03:55Z' });
-    const b = appendUserTurn(agentConversation({ turns: 14, systemSuffix: '\nCurrent time: 2026-11-30T12:09:12Z' }), 'Go on.');
+    const b = appendUserTurn(
+      agentConversation({ turns: 14, systemSuffix: '\nCurrent time: 2026-11-30T12:09:12Z' }),
+      'Go on.',
+    );
     examples.push({
       id: 'system-timestamp',
       title: 'The system prompt carries the current time',
@@ -128,7 +131,10 @@ export function bustExamples(): BustExample[] {
   // 6. Thinking budget changed between turns.
   {
     const a = { ...structuredClone(base), thinking: { type: 'enabled', budget_tokens: 8000 } };
-    const b = { ...appendUserTurn(base, 'Think harder.'), thinking: { type: 'enabled', budget_tokens: 16000 } };
+    const b = {
+      ...appendUserTurn(base, 'Think harder.'),
+      thinking: { type: 'enabled', budget_tokens: 16000 },
+    };
     examples.push({
       id: 'thinking-changed',
       title: 'The thinking budget changes between turns',
@@ -143,12 +149,15 @@ export function bustExamples(): BustExample[] {
   {
     const note = 'Plan mode is active. Do not edit files until the plan is approved.';
     const a = structuredClone(base);
-    messagesOf(a).splice(9, 0, { role: 'system', content: [{ type: 'text', text: note, cache_control: { type: 'ephemeral' } }] });
+    messagesOf(a).splice(9, 0, {
+      role: 'system',
+      content: [{ type: 'text', text: note, cache_control: { type: 'ephemeral' } }],
+    });
     const b = appendUserTurn(a, 'Next step.');
     (messagesOf(b)[9] as Message).content = note;
     examples.push({
       id: 'system-message-string-vs-array',
-      title: "A mid-conversation system message sent as a marked array, then as a string (not a bust)",
+      title: 'A mid-conversation system message sent as a marked array, then as a string (not a bust)',
       source: 'measured on Claude Code traffic',
       a,
       b,

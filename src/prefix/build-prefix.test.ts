@@ -7,13 +7,25 @@ import { firstDivergence } from './first-divergence.js';
 const json = (v: unknown) => JSON.stringify(v);
 
 describe('buildPrefix (Anthropic)', () => {
-  const p = parsePrefix(json(anthropicFixture()), { headers: { 'anthropic-beta': 'mid-conversation-tool-changes-2026-07-01' } });
+  const p = parsePrefix(json(anthropicFixture()), {
+    headers: { 'anthropic-beta': 'mid-conversation-tool-changes-2026-07-01' },
+  });
 
   it('orders blocks tools → system → messages and leaves deferred tools out', () => {
     expect(p.blocks.map((b) => b.level)).toEqual([
-      'tools', 'tools', 'tools',
-      'system', 'system',
-      'messages', 'messages', 'messages', 'messages', 'messages', 'messages', 'messages', 'messages',
+      'tools',
+      'tools',
+      'tools',
+      'system',
+      'system',
+      'messages',
+      'messages',
+      'messages',
+      'messages',
+      'messages',
+      'messages',
+      'messages',
+      'messages',
     ]);
     expect(p.blocks.filter((b) => b.level === 'tools').map((b) => b.name)).toEqual([
       'get_weather',
@@ -25,7 +37,9 @@ describe('buildPrefix (Anthropic)', () => {
   });
 
   it('gives every block its kind, message position, span, tokens and marker', () => {
-    const kinds = p.blocks.filter((b) => b.level === 'messages').map((b) => `${b.messageIndex}.${b.partIndex}:${b.role}:${b.kind}`);
+    const kinds = p.blocks
+      .filter((b) => b.level === 'messages')
+      .map((b) => `${b.messageIndex}.${b.partIndex}:${b.role}:${b.kind}`);
     expect(kinds).toEqual([
       '0.0:user:text',
       '1.0:assistant:thinking',
@@ -87,7 +101,11 @@ describe('buildPrefix (Anthropic)', () => {
     const a = anthropicFixture();
     const b = anthropicFixture();
     const tool = (b.tools as Array<Record<string, unknown>>)[0] as Record<string, unknown>;
-    (b.tools as unknown[])[0] = { description: tool.description, name: tool.name, input_schema: tool.input_schema };
+    (b.tools as unknown[])[0] = {
+      description: tool.description,
+      name: tool.name,
+      input_schema: tool.input_schema,
+    };
     const d = firstDivergence(parsePrefix(json(a)), parsePrefix(json(b)));
     expect(d?.level).toBe('tools');
     expect(d?.change).toMatchObject({ type: 'tools', otherChanged: ['get_weather'] });
@@ -96,7 +114,12 @@ describe('buildPrefix (Anthropic)', () => {
   it('does not hash a deferred tool: adding one when another is already deferred changes nothing', () => {
     const a = anthropicFixture();
     const b = anthropicFixture();
-    (b.tools as unknown[]).push({ name: 'late', description: 'x', input_schema: { type: 'object' }, defer_loading: true });
+    (b.tools as unknown[]).push({
+      name: 'late',
+      description: 'x',
+      input_schema: { type: 'object' },
+      defer_loading: true,
+    });
     expect(firstDivergence(parsePrefix(json(a)), parsePrefix(json(b)))).toBeNull();
   });
 });
@@ -105,10 +128,25 @@ describe('buildPrefix (OpenAI)', () => {
   it('folds Chat parameters at the tools level, prompt_cache_key included', () => {
     const p = parsePrefix(json(openaiChatFixture()));
     expect(p.format).toBe('openai-chat');
-    expect(p.levels.tools.params).toMatchObject({ model: 'gpt-5.4', prompt_cache_key: 'session-42', parallel_tool_calls: false });
-    expect(p.blocks.map((b) => b.kind)).toEqual(['tool', 'text', 'text', 'image_url', 'tool_call', 'text', 'text']);
+    expect(p.levels.tools.params).toMatchObject({
+      model: 'gpt-5.4',
+      prompt_cache_key: 'session-42',
+      parallel_tool_calls: false,
+    });
+    expect(p.blocks.map((b) => b.kind)).toEqual([
+      'tool',
+      'text',
+      'text',
+      'image_url',
+      'tool_call',
+      'text',
+      'text',
+    ]);
     const q = parsePrefix(json({ ...openaiChatFixture(), prompt_cache_key: 'other' }));
-    expect(firstDivergence(p, q)?.change).toMatchObject({ type: 'params', params: [{ name: 'prompt_cache_key' }] });
+    expect(firstDivergence(p, q)?.change).toMatchObject({
+      type: 'params',
+      params: [{ name: 'prompt_cache_key' }],
+    });
   });
 
   it('puts Responses instructions at the system level and items in order', () => {
@@ -128,7 +166,10 @@ describe('buildPrefix (OpenAI)', () => {
   it('treats string content and a single text part as the same prompt', () => {
     const a = openaiChatFixture();
     const b = openaiChatFixture();
-    (b.messages as Array<{ content: unknown }>)[4] = { role: 'user', content: [{ type: 'text', text: 'And tomorrow?' }] } as never;
+    (b.messages as Array<{ content: unknown }>)[4] = {
+      role: 'user',
+      content: [{ type: 'text', text: 'And tomorrow?' }],
+    } as never;
     expect(firstDivergence(parsePrefix(json(a)), parsePrefix(json(b)))).toBeNull();
   });
 });

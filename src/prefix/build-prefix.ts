@@ -121,7 +121,12 @@ const ANTHROPIC_PARAMS: ParamRule[] = [
       return e === DEFAULT_EFFORT ? undefined : e;
     },
   },
-  { name: 'context_management', level: 'messages', field: 'context_management', read: (f) => f.context_management },
+  {
+    name: 'context_management',
+    level: 'messages',
+    field: 'context_management',
+    read: (f) => f.context_management,
+  },
   {
     name: 'output_format',
     level: 'messages',
@@ -136,22 +141,42 @@ const OPENAI_CHAT_PARAMS: ParamRule[] = [
   { name: 'format', level: 'tools', read: (_f, c) => c.format },
   { name: 'model', level: 'tools', field: 'model', read: (f) => f.model },
   { name: 'prompt_cache_key', level: 'tools', field: 'prompt_cache_key', read: (f) => f.prompt_cache_key },
-  { name: 'parallel_tool_calls', level: 'tools', field: 'parallel_tool_calls', read: (f) => f.parallel_tool_calls },
+  {
+    name: 'parallel_tool_calls',
+    level: 'tools',
+    field: 'parallel_tool_calls',
+    read: (f) => f.parallel_tool_calls,
+  },
   { name: 'response_format', level: 'tools', field: 'response_format', read: (f) => f.response_format },
   { name: 'reasoning_effort', level: 'tools', field: 'reasoning_effort', read: (f) => f.reasoning_effort },
   { name: 'verbosity', level: 'tools', field: 'verbosity', read: (f) => f.verbosity },
-  { name: 'context_management', level: 'tools', field: 'context_management', read: (f) => f.context_management },
+  {
+    name: 'context_management',
+    level: 'tools',
+    field: 'context_management',
+    read: (f) => f.context_management,
+  },
 ];
 
 const OPENAI_RESPONSES_PARAMS: ParamRule[] = [
   { name: 'format', level: 'tools', read: (_f, c) => c.format },
   { name: 'model', level: 'tools', field: 'model', read: (f) => f.model },
   { name: 'prompt_cache_key', level: 'tools', field: 'prompt_cache_key', read: (f) => f.prompt_cache_key },
-  { name: 'parallel_tool_calls', level: 'tools', field: 'parallel_tool_calls', read: (f) => f.parallel_tool_calls },
+  {
+    name: 'parallel_tool_calls',
+    level: 'tools',
+    field: 'parallel_tool_calls',
+    read: (f) => f.parallel_tool_calls,
+  },
   { name: 'text.format', level: 'tools', field: 'text', read: (f) => get(f.text, 'format') },
   { name: 'text.verbosity', level: 'tools', field: 'text', read: (f) => get(f.text, 'verbosity') },
   { name: 'reasoning.effort', level: 'tools', field: 'reasoning', read: (f) => get(f.reasoning, 'effort') },
-  { name: 'context_management', level: 'tools', field: 'context_management', read: (f) => f.context_management },
+  {
+    name: 'context_management',
+    level: 'tools',
+    field: 'context_management',
+    read: (f) => f.context_management,
+  },
   {
     name: 'previous_response_id',
     level: 'messages',
@@ -264,7 +289,15 @@ export class PrefixBuilder {
       levels[level] = { start, end: blocks.length, params: params[level], foldHash };
     }
     const model = typeof body.fields.model === 'string' ? body.fields.model : undefined;
-    const prefix: Prefix = { format: body.format, model, blocks, levels, deferredTools, totalTokens: tokens, body };
+    const prefix: Prefix = {
+      format: body.format,
+      model,
+      blocks,
+      levels,
+      deferredTools,
+      totalTokens: tokens,
+      body,
+    };
     const auto = body.fields.cache_control;
     if (auto && typeof auto === 'object') prefix.autoCacheControl = auto as CacheMarker;
     return prefix;

@@ -1,7 +1,13 @@
 // Says a divergence in one plain sentence a person understands, plus detail lines.
 // Pure text: it never colours, prints or decides exit codes (that is the CLI's job).
 
-import type { BlocksChange, Divergence, ParamChange, PrefixComparison, ToolsChange } from './first-divergence.js';
+import type {
+  BlocksChange,
+  Divergence,
+  ParamChange,
+  PrefixComparison,
+  ToolsChange,
+} from './first-divergence.js';
 
 const fmt = new Intl.NumberFormat('en-US');
 
@@ -71,8 +77,7 @@ function where(d: Divergence): string {
 /** The one sentence: where, what changed, and what it costs. */
 export function describeDivergence(d: Divergence): string {
   const c = d.change;
-  const what =
-    c.type === 'tools' ? toolsWhat(c) : c.type === 'params' ? paramsWhat(c.params) : blocksWhat(c);
+  const what = c.type === 'tools' ? toolsWhat(c) : c.type === 'params' ? paramsWhat(c.params) : blocksWhat(c);
   return `${where(d)}: ${what}; ${formatCount(d.lostTokens)} tokens after it must be re-written`;
 }
 
@@ -85,10 +90,16 @@ export function describeComparison(cmp: PrefixComparison): string[] {
     ];
   }
   const lines = [describeDivergence(d)];
-  lines.push(`  level:        ${d.level}${d.change.type === 'params' ? ` (invalidates ${d.change.invalidates} and after)` : ''}`);
+  lines.push(
+    `  level:        ${d.level}${d.change.type === 'params' ? ` (invalidates ${d.change.invalidates} and after)` : ''}`,
+  );
   lines.push(`  block index:  ${d.blockIndex}`);
   lines.push(`  byte offset:  A ${d.byteOffset.a ?? '-'}, B ${d.byteOffset.b ?? '-'}`);
-  lines.push(`  tokens:       ${formatCount(d.sharedTokens)} shared before, ${formatCount(d.lostTokens)} re-written after (estimated)`);
-  lines.push(`  requests:     A ${cmp.a.blocks} blocks / ${formatCount(cmp.a.tokens)} tokens, B ${cmp.b.blocks} blocks / ${formatCount(cmp.b.tokens)} tokens`);
+  lines.push(
+    `  tokens:       ${formatCount(d.sharedTokens)} shared before, ${formatCount(d.lostTokens)} re-written after (estimated)`,
+  );
+  lines.push(
+    `  requests:     A ${cmp.a.blocks} blocks / ${formatCount(cmp.a.tokens)} tokens, B ${cmp.b.blocks} blocks / ${formatCount(cmp.b.tokens)} tokens`,
+  );
   return lines;
 }

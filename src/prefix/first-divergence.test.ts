@@ -50,8 +50,10 @@ function remark(body: Json, seed: number): Json {
   let n = seed;
   for (const m of copy.messages as Msg[]) {
     if (typeof m.content === 'string' && n % 2 === 0) m.content = [{ type: 'text', text: m.content }];
-    else if (Array.isArray(m.content) && m.content.length === 1 && n % 3 === 0) m.content = m.content[0]?.text as string;
-    if (Array.isArray(m.content)) for (const b of m.content) if (n++ % 3 === 0) b.cache_control = { type: 'ephemeral' };
+    else if (Array.isArray(m.content) && m.content.length === 1 && n % 3 === 0)
+      m.content = m.content[0]?.text as string;
+    if (Array.isArray(m.content))
+      for (const b of m.content) if (n++ % 3 === 0) b.cache_control = { type: 'ephemeral' };
   }
   for (const t of copy.tools as Json[]) if (n++ % 4 === 0) t.cache_control = { type: 'ephemeral', ttl: '1h' };
   return copy;
@@ -79,7 +81,8 @@ describe('firstDivergence properties', () => {
         expect(firstDivergence(prefix(body), prefix(longer))).toBeNull();
         const grown = structuredClone(body);
         const last = (grown.messages as Msg[]).at(-1) as Msg;
-        last.content = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
+        last.content =
+          typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
         (last.content as Json[]).push({ type: 'text', text: 'appended' });
         expect(firstDivergence(prefix(body), prefix(grown))).toBeNull();
       }),
@@ -100,7 +103,8 @@ describe('firstDivergence properties', () => {
         expect(d?.blockIndex).toBe(k);
         expect(d?.level).toBe(a.blocks[k]?.level);
         if (d?.change.type === 'tools') expect(d.change.descriptionChanged).toEqual([a.blocks[k]?.name]);
-        if (d?.change.type === 'messages' || d?.change.type === 'system') expect(d.change.edit).toBe('edited');
+        if (d?.change.type === 'messages' || d?.change.type === 'system')
+          expect(d.change.edit).toBe('edited');
       }),
       { numRuns: 200 },
     );
@@ -146,12 +150,17 @@ describe('firstDivergence classification', () => {
     const pa = prefix(base);
     const pb = prefix(b);
     const d = firstDivergence(pa, pb);
-    expect(d?.change).toMatchObject({ type: 'tools', added: [{ name: 'mcp__db__query', index: 4, before: 'Edit' }] });
+    expect(d?.change).toMatchObject({
+      type: 'tools',
+      added: [{ name: 'mcp__db__query', index: 4, before: 'Edit' }],
+    });
     expect(d?.byteOffset.a).toBe(pa.blocks[4]?.span.start);
     expect(d?.byteOffset.b).toBe(pb.blocks[4]?.span.start);
     expect(d?.sharedTokens).toBe(pa.blocks[3]?.cumulativeTokens);
     expect(d?.lostTokens).toBe(pb.totalTokens - (d?.sharedTokens ?? 0));
-    expect(describeDivergence(d as never)).toMatch(/^tools diverge at index 4: `mcp__db__query` was inserted before `Edit`; [\d,]+ tokens after it must be re-written$/);
+    expect(describeDivergence(d as never)).toMatch(
+      /^tools diverge at index 4: `mcp__db__query` was inserted before `Edit`; [\d,]+ tokens after it must be re-written$/,
+    );
   });
 
   it('names a removed tool and a changed schema', () => {
@@ -161,17 +170,36 @@ describe('firstDivergence classification', () => {
     (tools[0] as Json).input_schema = { type: 'object', properties: {} };
     const d = firstDivergence(prefix(base), prefix(b));
     expect(d?.blockIndex).toBe(0);
-    expect(d?.change).toMatchObject({ type: 'tools', removed: [{ name: 'Grep', index: 2 }], schemaChanged: ['Bash'] });
+    expect(d?.change).toMatchObject({
+      type: 'tools',
+      removed: [{ name: 'Grep', index: 2 }],
+      schemaChanged: ['Bash'],
+    });
   });
 
   it('tells inserted, removed and restructured messages apart', () => {
     const next = appendUserTurn(base, 'go');
     const ins = structuredClone(next);
-    (ins.messages as Msg[]).splice(3, 0, { role: 'user', content: 'inserted' }, { role: 'assistant', content: 'ok' });
-    expect(firstDivergence(prefix(next), prefix(ins))?.change).toMatchObject({ type: 'messages', edit: 'inserted', messageIndex: 3, count: 2 });
+    (ins.messages as Msg[]).splice(
+      3,
+      0,
+      { role: 'user', content: 'inserted' },
+      { role: 'assistant', content: 'ok' },
+    );
+    expect(firstDivergence(prefix(next), prefix(ins))?.change).toMatchObject({
+      type: 'messages',
+      edit: 'inserted',
+      messageIndex: 3,
+      count: 2,
+    });
     const rem = structuredClone(next);
     (rem.messages as Msg[]).splice(3, 2);
-    expect(firstDivergence(prefix(next), prefix(rem))?.change).toMatchObject({ type: 'messages', edit: 'removed', messageIndex: 3, count: 2 });
+    expect(firstDivergence(prefix(next), prefix(rem))?.change).toMatchObject({
+      type: 'messages',
+      edit: 'removed',
+      messageIndex: 3,
+      count: 2,
+    });
   });
 
   it('says nothing diverged when a later request is a prefix of an earlier one', () => {

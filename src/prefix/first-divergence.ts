@@ -2,8 +2,8 @@
 // Pure; it compares the prefix model only, so it agrees with everything else built on that model.
 
 import { parseSpan } from '../wire/json-scan.js';
-import { stableJson } from './stable-json.js';
 import { LEVELS, type Prefix, type PrefixBlock, type PrefixLevel, paramField } from './build-prefix.js';
+import { stableJson } from './stable-json.js';
 
 /** A parameter that differs, with its value in each request (undefined when absent). */
 export interface ParamChange {
@@ -247,7 +247,8 @@ function blocksChange(a: Prefix, b: Prefix, level: PrefixLevel, ia: number, ib: 
   if (!x) return { type, edit: 'inserted', count: endB - ib, ...where(y) };
   if (x.contentHash === y.contentHash) return { type, edit: 'restructured', ...where(y) };
   for (let k = 1; k <= LOOKAHEAD && ib + k < endB; k++) {
-    if ((B[ib + k] as PrefixBlock).contentHash === x.contentHash) return { type, edit: 'inserted', count: k, ...where(y) };
+    if ((B[ib + k] as PrefixBlock).contentHash === x.contentHash)
+      return { type, edit: 'inserted', count: k, ...where(y) };
   }
   for (let k = 1; k <= LOOKAHEAD && ia + k < endA; k++) {
     if ((A[ia + k] as PrefixBlock).contentHash === y.contentHash) {

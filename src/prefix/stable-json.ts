@@ -4,7 +4,8 @@
 /** JSON with object keys sorted at every depth and `undefined` members dropped. */
 export function stableJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : stableJson(v))).join(',')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((v) => (v === undefined ? 'null' : stableJson(v))).join(',')}]`;
   const entries = Object.keys(value)
     .sort()
     .filter((k) => (value as Record<string, unknown>)[k] !== undefined)

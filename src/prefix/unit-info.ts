@@ -76,7 +76,10 @@ export class UnitReader {
     const value = parseSpan(bytes, unit.span.start, unit.span.end);
     let block: Record<string, unknown>;
     if (typeof value === 'string') {
-      block = { type: format === 'openai-responses' && unit.level === 'messages' ? 'input_text' : 'text', text: value };
+      block = {
+        type: format === 'openai-responses' && unit.level === 'messages' ? 'input_text' : 'text',
+        text: value,
+      };
     } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
       block = value as Record<string, unknown>;
     } else {
@@ -99,13 +102,21 @@ export class UnitReader {
       contentHash: hash('sha256', canonical, 'hex'),
       kind,
       tokens: this.estimate({ kind, level: unit.level, canonical }),
-      hasImage: kind === 'image' || kind === 'image_url' || kind === 'input_image' || canonical.includes('"type":"image"'),
+      hasImage:
+        kind === 'image' ||
+        kind === 'image_url' ||
+        kind === 'input_image' ||
+        canonical.includes('"type":"image"'),
       citations: canonical.includes('"citations":{"enabled":true'),
       deferLoading: unit.form === 'tool' && block.defer_loading === true,
     };
     if (name !== undefined) info.name = name;
     if (cacheControl) info.cacheControl = cacheControl;
-    if (unit.form === 'tool' && typeof block.type === 'string' && !['custom', 'function'].includes(block.type)) {
+    if (
+      unit.form === 'tool' &&
+      typeof block.type === 'string' &&
+      !['custom', 'function'].includes(block.type)
+    ) {
       if (!('input_schema' in block)) info.serverTool = block.type;
     }
     return info;
@@ -129,7 +140,12 @@ function kindOf(unit: RawUnit, block: Record<string, unknown>): string {
 
 function nameOf(unit: RawUnit, block: Record<string, unknown>): string | undefined {
   const fn = block.function as Record<string, unknown> | undefined;
-  if (unit.form === 'tool' || unit.form === 'tool_call' || unit.form === 'item' || block.type === 'tool_use') {
+  if (
+    unit.form === 'tool' ||
+    unit.form === 'tool_call' ||
+    unit.form === 'item' ||
+    block.type === 'tool_use'
+  ) {
     if (typeof block.name === 'string') return block.name;
     if (fn && typeof fn.name === 'string') return fn.name;
     if (unit.form === 'tool' && typeof block.type === 'string') return block.type;

@@ -15,7 +15,8 @@ export function locateJsonError(text: string): JsonErrorLocation | undefined {
   const stack: Array<'object' | 'array'> = [];
   const err = (detail: string, at = pos): JsonErrorLocation => ({
     charOffset: at,
-    detail: at >= text.length ? `unexpected end of input (${detail})` : `${detail}, found ${describe(text, at)}`,
+    detail:
+      at >= text.length ? `unexpected end of input (${detail})` : `${detail}, found ${describe(text, at)}`,
   });
   const ws = () => {
     while (pos < text.length) {

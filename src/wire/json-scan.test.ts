@@ -72,7 +72,16 @@ describe('scanJson', () => {
 
 describe('locateJsonError', () => {
   it('returns undefined for valid JSON of every kind', () => {
-    for (const t of ['{}', '[]', '"s"', '-1.5e+3', 'true', 'null', '{"a":[{"b":"\\u00e9\\n"}]}', ' [1 , 2 ] ']) {
+    for (const t of [
+      '{}',
+      '[]',
+      '"s"',
+      '-1.5e+3',
+      'true',
+      'null',
+      '{"a":[{"b":"\\u00e9\\n"}]}',
+      ' [1 , 2 ] ',
+    ]) {
       expect(locateJsonError(t)).toBeUndefined();
       expect(() => JSON.parse(t)).not.toThrow();
     }

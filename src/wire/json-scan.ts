@@ -68,7 +68,11 @@ class Scanner {
   fail(offset: number, detail: string): never {
     // The structural scan found the problem; the exact locator gives the precise position and wording.
     const located = locateJsonError(decodeUtf8(this.bytes, 0, this.bytes.length));
-    if (located) throw new JsonSyntaxError(located.detail, byteToPosition(this.bytes, charToByteOffset(this.bytes, located.charOffset)));
+    if (located)
+      throw new JsonSyntaxError(
+        located.detail,
+        byteToPosition(this.bytes, charToByteOffset(this.bytes, located.charOffset)),
+      );
     throw new JsonSyntaxError(detail, byteToPosition(this.bytes, offset));
   }
 
@@ -173,7 +177,8 @@ class Scanner {
     while (p < b.length) {
       const d = b[p] as number;
       if (d === COMMA || d === CLOSE_OBJECT || d === CLOSE_ARRAY || isWhitespace(d)) break;
-      if (d === QUOTE || d === OPEN_OBJECT || d === OPEN_ARRAY || d === COLON) this.fail(p, 'unexpected character');
+      if (d === QUOTE || d === OPEN_OBJECT || d === OPEN_ARRAY || d === COLON)
+        this.fail(p, 'unexpected character');
       p++;
     }
     if (p === pos) this.fail(pos, 'expected a value');

@@ -17,7 +17,9 @@ describe('parseRequestBody', () => {
     expect(levels.filter((l) => l === 'messages')).toHaveLength(8);
     for (const u of body.units) expect(JSON.parse(text(body.bytes, u.span))).toBeDefined();
     const first = body.units.find((u) => u.level === 'messages');
-    expect(text(body.bytes, first?.span ?? { start: 0, end: 0 })).toBe('"What\'s the weather in Paris? Here is a photo."');
+    expect(text(body.bytes, first?.span ?? { start: 0, end: 0 })).toBe(
+      '"What\'s the weather in Paris? Here is a photo."',
+    );
     expect(body.betas).toEqual(['b1', 'b2']);
     expect(JSON.stringify(body)).not.toContain('secret');
   });
@@ -71,7 +73,9 @@ describe('parseRequestBody', () => {
 
   it('names the path and position of a body of the wrong shape', () => {
     expect(() => parseRequestBody('[1]')).toThrow(WireFormatError);
-    expect(() => parseRequestBody('{"model":"m"}', { format: 'anthropic-messages' })).toThrow(/missing required field "messages"/);
+    expect(() => parseRequestBody('{"model":"m"}', { format: 'anthropic-messages' })).toThrow(
+      /missing required field "messages"/,
+    );
     try {
       parseRequestBody('{"model":"m",\n"messages":[{"role":"user","content":5}]}');
       expect.fail('should throw');

@@ -2,7 +2,14 @@
 // prompt units with byte spans. It never alters or drops a field: the original bytes stay the source of truth.
 
 import { WireFormatError } from '../core/errors.js';
-import { byteToPosition, parseSpan, type ScanNode, type ScanObject, type ScanShape, scanJson } from './json-scan.js';
+import {
+  byteToPosition,
+  parseSpan,
+  type ScanNode,
+  type ScanObject,
+  type ScanShape,
+  scanJson,
+} from './json-scan.js';
 
 /** The request formats cacheward understands. */
 export type WireFormat = 'anthropic-messages' | 'openai-chat' | 'openai-responses';
@@ -138,7 +145,14 @@ const CHAT_ONLY_FIELDS = [
   'logit_bias',
   'verbosity',
 ];
-const ANTHROPIC_ONLY_FIELDS = ['system', 'stop_sequences', 'top_k', 'thinking', 'anthropic_version', 'output_config'];
+const ANTHROPIC_ONLY_FIELDS = [
+  'system',
+  'stop_sequences',
+  'top_k',
+  'thinking',
+  'anthropic_version',
+  'output_config',
+];
 
 /** Guesses the format of a body with no route: Responses by `input`/`instructions`, else by telltale fields. */
 export function detectFormat(bytes: Uint8Array, root: ScanObject): WireFormat {
@@ -161,8 +175,11 @@ export function detectFormat(bytes: Uint8Array, root: ScanObject): WireFormat {
       const content = m.members.get('content');
       if (content?.type === 'array') {
         for (const part of content.items.slice(0, 4)) {
-          const text = new TextDecoder().decode(bytes.subarray(part.start, Math.min(part.end, part.start + 64)));
-          if (/"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking|document)"/.test(text)) score += 2;
+          const text = new TextDecoder().decode(
+            bytes.subarray(part.start, Math.min(part.end, part.start + 64)),
+          );
+          if (/"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking|document)"/.test(text))
+            score += 2;
           if (/"type"\s*:\s*"(image_url|input_audio)"/.test(text)) score -= 2;
         }
       }
@@ -223,7 +240,8 @@ class UnitReader {
     if (system && !isNull(system)) {
       if (system.type === 'array') {
         system.items.forEach((block, i) => {
-          if (block.type !== 'leaf' || block.first !== 0x7b) this.fail(`$.system[${i}]`, block, 'must be an object');
+          if (block.type !== 'leaf' || block.first !== 0x7b)
+            this.fail(`$.system[${i}]`, block, 'must be an object');
           this.units.push({ level: 'system', form: 'text', span: this.span(block), partIndex: i });
         });
       } else if (system.type === 'leaf' && system.first === 0x22) {
@@ -280,7 +298,13 @@ class UnitReader {
       const content = message.members.get('content');
       if (key === 'input' && !roleNode) {
         // A Responses item that is not a message (function_call, function_call_output, reasoning, ...).
-        this.units.push({ level: 'messages', form: 'item', span: this.span(message), messageIndex: m, partIndex: 0 });
+        this.units.push({
+          level: 'messages',
+          form: 'item',
+          span: this.span(message),
+          messageIndex: m,
+          partIndex: 0,
+        });
         return;
       }
       if (!roleNode) this.fail(path, message, 'missing "role"');
@@ -310,7 +334,8 @@ class UnitReader {
       if (content && !isNull(content)) {
         if (content.type === 'array') {
           content.items.forEach((block, i) => {
-            if (block.type !== 'leaf' || block.first !== 0x7b) this.fail(`${path}.content[${i}]`, block, 'must be an object');
+            if (block.type !== 'leaf' || block.first !== 0x7b)
+              this.fail(`${path}.content[${i}]`, block, 'must be an object');
             push('content', block);
           });
         } else if (content.type === 'leaf' && content.first === 0x22) push('content', content);

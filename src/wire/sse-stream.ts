@@ -93,7 +93,8 @@ interface Accumulator {
   summary(format: WireFormat, events: number): StreamSummary;
 }
 
-const obj = (v: unknown): Json | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined);
+const obj = (v: unknown): Json | undefined =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined;
 
 function errorOf(d: Json): { type: string; message: string } {
   const e = obj(d.error) ?? d;
@@ -127,8 +128,10 @@ class AnthropicAccumulator implements Accumulator {
         this.blocks[i] = block;
         const delta = obj(data.delta) ?? {};
         if (delta.type === 'text_delta') block.text = `${block.text ?? ''}${delta.text ?? ''}`;
-        else if (delta.type === 'thinking_delta') block.thinking = `${block.thinking ?? ''}${delta.thinking ?? ''}`;
-        else if (delta.type === 'signature_delta') block.signature = `${block.signature ?? ''}${delta.signature ?? ''}`;
+        else if (delta.type === 'thinking_delta')
+          block.thinking = `${block.thinking ?? ''}${delta.thinking ?? ''}`;
+        else if (delta.type === 'signature_delta')
+          block.signature = `${block.signature ?? ''}${delta.signature ?? ''}`;
         else if (delta.type === 'input_json_delta')
           this.partialJson.set(i, `${this.partialJson.get(i) ?? ''}${delta.partial_json ?? ''}`);
         else if (delta.type === 'citations_delta') {
@@ -220,7 +223,11 @@ class ChatAccumulator implements Accumulator {
       for (const t of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
         const call = obj(t) ?? {};
         const i = Number(call.index ?? 0);
-        const cur = this.toolCalls[i] ?? { id: call.id, type: 'function', function: { name: '', arguments: '' } };
+        const cur = this.toolCalls[i] ?? {
+          id: call.id,
+          type: 'function',
+          function: { name: '', arguments: '' },
+        };
         this.toolCalls[i] = cur;
         if (call.id) cur.id = call.id;
         const fn = obj(call.function) ?? {};

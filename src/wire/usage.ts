@@ -20,7 +20,8 @@ export interface NormalizedUsage {
 type Json = Record<string, unknown>;
 
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
-const obj = (v: unknown): Json | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined);
+const obj = (v: unknown): Json | undefined =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined;
 
 /**
  * Anthropic: total = input_tokens + cache_creation_input_tokens + cache_read_input_tokens.

@@ -19,7 +19,10 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
   program
     .command('demo')
     .description('a self-contained tour: where prompt caches break, and where they only seem to')
-    .option('--write <dir>', 'also write each example pair as <dir>/<id>.a.json and .b.json, for `cacheward diff`')
+    .option(
+      '--write <dir>',
+      'also write each example pair as <dir>/<id>.a.json and .b.json, for `cacheward diff`',
+    )
     .action(async (opts: DemoOptions) => {
       const s = styles(io.color);
       const builder = new PrefixBuilder();
@@ -35,7 +38,10 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
         io.out(`${s.bold(`${i + 1}. ${ex.title}`)}`);
         io.out(s.dim(`   seen in: ${ex.source}`));
         if (d) io.out(`   ${s.yellow('bust:')} ${describeDivergence(d)}`);
-        else io.out(`   ${s.green('no bust:')} all ${formatCount(cmp.sharedTokens)} tokens of the earlier request stay cached`);
+        else
+          io.out(
+            `   ${s.green('no bust:')} all ${formatCount(cmp.sharedTokens)} tokens of the earlier request stay cached`,
+          );
         if ((d ? 'diverges' : 'agrees') !== ex.expect) {
           wrong++;
           io.out(s.red(`   expected this pair to ${ex.expect === 'agrees' ? 'agree' : 'diverge'}`));
@@ -47,8 +53,16 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
           await writeFile(join(opts.write, `${ex.id}.b.json`), `${JSON.stringify(ex.b, null, 2)}\n`);
         }
       }
-      if (opts.write) io.out(`wrote ${examples.length} pairs to ${opts.write}; try: cacheward diff ${join(opts.write, `${examples[0]?.id}.a.json`)} ${join(opts.write, `${examples[0]?.id}.b.json`)}`);
-      else io.out(s.dim('Write the pairs with --write DIR and compare them yourself with `cacheward diff A.json B.json`.'));
+      if (opts.write)
+        io.out(
+          `wrote ${examples.length} pairs to ${opts.write}; try: cacheward diff ${join(opts.write, `${examples[0]?.id}.a.json`)} ${join(opts.write, `${examples[0]?.id}.b.json`)}`,
+        );
+      else
+        io.out(
+          s.dim(
+            'Write the pairs with --write DIR and compare them yourself with `cacheward diff A.json B.json`.',
+          ),
+        );
       setExit(wrong ? EXIT_FINDING : EXIT_OK);
     });
 }

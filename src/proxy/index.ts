@@ -1,0 +1,4 @@
+// The `cacheward/proxy` entry point. It exports nothing yet: its capability is an open issue, and an
+// export must never pretend to work before it does.
+
+export {};

@@ -1,0 +1,57 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { cli } from './run-cli.js';
+
+const run = promisify(execFile);
+
+describe('cacheward demo', () => {
+  it('shows every bundled pair as its documented bust or non-bust and exits 0', async () => {
+    const r = await cli(['demo']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('tools diverge at index 8: `WebFetch` was appended at index 8');
+    expect(r.stdout).toContain('`mcp__db__query` was inserted before `Edit`');
+    expect(r.stdout).toMatch(/no bust: all [\d,]+ tokens of the earlier request stay cached/);
+    expect(r.stdout).not.toContain('expected this pair');
+  });
+
+  it('writes the pairs for cacheward diff with --write, and diff agrees with the demo', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-demo-'));
+    const r = await cli(['demo', '--write', dir]);
+    expect(r.code).toBe(0);
+    const files = readdirSync(dir);
+    expect(files).toContain('tool-added-mid-session.a.json');
+    const d = await cli([
+      'diff',
+      join(dir, 'tool-added-mid-session.a.json'),
+      join(dir, 'tool-added-mid-session.b.json'),
+    ]);
+    expect(d.code).toBe(1);
+    expect(r.stdout).toContain(d.stdout.split('\n')[0]);
+  });
+});
+
+describe('the built executable', () => {
+  const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
+
+  it('runs `cacheward demo` without colour under NO_COLOR', async () => {
+    expect(existsSync(bin), 'dist/ is built by `npm test` (tsup) before vitest runs').toBe(true);
+    const { stdout } = await run(process.execPath, [bin, 'demo'], { env: { ...process.env, NO_COLOR: '1' } });
+    expect(stdout).toContain('cacheward demo');
+    expect(stdout).not.toContain('\u001b[');
+  });
+
+  it('exits 2 with one line on stderr for unreadable input', async () => {
+    const err = await run(process.execPath, [
+      bin,
+      'diff',
+      '/nonexistent/a.json',
+      '/nonexistent/b.json',
+    ]).catch((e) => e);
+    expect(err.code).toBe(2);
+    expect(err.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
