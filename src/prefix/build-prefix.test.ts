@@ -183,21 +183,38 @@ describe('PrefixBuilder memo', () => {
     const b = appendUserTurn(a, 'next');
     const pb = builder.parse(json(b));
     const computed = builder.units.stats.computed - before.computed;
-    // The last block lost its marker (1), plus two new blocks; everything else is remembered.
-    expect(computed).toBe(3);
-    expect(builder.units.stats.remembered - before.remembered).toBe(pb.blocks.length - 3);
+    // Two new blocks are computed. The block that lost its marker changed bytes but kept its identity:
+    // found in memory. Every other block is byte-identical at the same position: reused without hashing.
+    expect(computed).toBe(2);
+    expect(builder.units.stats.remembered - before.remembered).toBe(1);
+    expect(builder.units.stats.reused - before.reused).toBe(pb.blocks.length - 3);
   });
 
-  it('evicts the least recently used units past its limit', () => {
+  it('evicts the oldest units past its limit', () => {
     const builder = new PrefixBuilder({ memoEntries: 5 });
-    builder.parse(json(agentConversation({ turns: 3 })));
-    const again = builder.units.stats.computed;
-    builder.parse(json(agentConversation({ turns: 3 })));
-    expect(builder.units.stats.computed).toBeGreaterThan(again);
+    const a = json(agentConversation({ turns: 3 }));
+    builder.parse(a);
+    builder.parse(json(agentConversation({ turns: 3, seed: 7 })));
+    const before = builder.units.stats.computed;
+    builder.parse(a);
+    expect(builder.units.stats.computed).toBeGreaterThan(before);
+    const roomy = new PrefixBuilder();
+    roomy.parse(a);
+    roomy.parse(json(agentConversation({ turns: 3, seed: 7 })));
+    const kept = roomy.units.stats.computed;
+    roomy.parse(a);
+    expect(roomy.units.stats.computed).toBe(kept);
+  });
+
+  it.each([0, 1, 2, 3, 5, 17])('rejects a raw control character in a compact block (offset %i)', (pad) => {
+    const text = `${'x'.repeat(pad)}a\u0001b${'y'.repeat(40)}`;
+    const raw = `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"${text}"}]}]}`;
+    expect(() => new PrefixBuilder().parse(raw)).toThrow(/control character/);
+    expect(() => new PrefixBuilder().parse(raw.replace('\u0001', ' '))).not.toThrow();
   });
 
   it('uses a pluggable estimator', () => {
-    const builder = new PrefixBuilder({ estimateTokens: ({ canonical }) => canonical.length });
+    const builder = new PrefixBuilder({ estimateTokens: ({ text }) => text().length });
     const p = builder.parse('{"model":"m","messages":[{"role":"user","content":"hello"}]}');
     expect(p.blocks[0]?.tokens).toBe(JSON.stringify({ type: 'text', text: 'hello' }).length);
   });

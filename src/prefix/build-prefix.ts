@@ -1,17 +1,19 @@
 // Builds the prefix model of a request: ordered blocks with identities, cumulative hashes and token counts,
 // with the render-affecting parameters folded in at the level they invalidate (SPEC-caching.md). Pure.
 
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import {
   type ByteSpan,
   type ParseRequestOptions,
   type PrefixLevel,
   parseRequestBody,
+  type RawUnit,
   type RequestBody,
   type WireFormat,
 } from '../wire/request-body.js';
+import { KeyChain } from './key-chain.js';
 import { stableJson } from './stable-json.js';
-import { type CacheMarker, UnitReader, type UnitReaderOptions } from './unit-info.js';
+import { type CacheMarker, type UnitInfo, UnitReader, type UnitReaderOptions } from './unit-info.js';
 
 export type { PrefixLevel } from '../wire/request-body.js';
 
@@ -208,6 +210,8 @@ export type PrefixBuilderOptions = UnitReaderOptions;
  */
 export class PrefixBuilder {
   readonly units: UnitReader;
+  /** The last body built: units whose bytes are unchanged at the same position reuse its results. */
+  private previous: { body: RequestBody; infos: UnitInfo[] } | undefined;
 
   constructor(options: PrefixBuilderOptions = {}) {
     this.units = new UnitReader(options);
@@ -220,7 +224,7 @@ export class PrefixBuilder {
 
   /** Builds the prefix of an already parsed body. */
   build(body: RequestBody): Prefix {
-    const infos = body.units.map((u) => this.units.read(body.bytes, u, body.format));
+    const infos = this.readUnits(body);
     const flags: DerivedFlags = {
       images: false,
       citations: false,
@@ -247,44 +251,40 @@ export class PrefixBuilder {
 
     const blocks: PrefixBlock[] = [];
     const levels = {} as Record<PrefixLevel, PrefixLevelInfo>;
-    let running = 'cacheward-prefix-v1';
+    let running = 'cacheward-prefix-v2';
     let tokens = 0;
     let u = 0;
+    const chain = new KeyChain();
     for (const level of LEVELS) {
-      running = createHash('sha256')
-        .update(running)
-        .update('\n')
-        .update(level)
-        .update(stableJson(params[level]))
-        .digest('hex');
+      running = hash('sha256', `${running}\n${level}\n${stableJson(params[level])}`, 'hex');
+      chain.reset(running);
       const foldHash = running;
       const start = blocks.length;
       for (; u < body.units.length && body.units[u]?.level === level; u++) {
         const unit = body.units[u];
         const info = infos[u];
         if (!unit || !info || info.deferLoading) continue;
-        const identity =
-          unit.messageHeader !== undefined
-            ? `m\n${unit.role ?? ''}\n${unit.messageHeader}\n${info.contentHash}`
-            : info.contentHash;
-        running = createHash('sha256').update(running).update('\n').update(identity).digest('hex');
+        // A message's first block also carries the message boundary, its role and its other fields.
+        if (unit.messageHeader !== undefined) chain.absorb(messageStart(unit.role ?? '', unit.messageHeader));
+        chain.absorb(info.contentHash);
+        running = chain.key();
         tokens += info.tokens;
-        const block: PrefixBlock = {
+        // Every block gets every field (undefined where absent): one object shape keeps later code fast.
+        blocks.push({
           index: blocks.length,
           level,
           kind: info.kind,
+          name: info.name,
+          messageIndex: unit.messageIndex,
+          partIndex: unit.partIndex,
+          role: unit.role,
           contentHash: info.contentHash,
           hash: running,
           tokens: info.tokens,
           cumulativeTokens: tokens,
           span: unit.span,
-        };
-        if (info.name !== undefined) block.name = info.name;
-        if (unit.messageIndex !== undefined) block.messageIndex = unit.messageIndex;
-        if (unit.partIndex !== undefined) block.partIndex = unit.partIndex;
-        if (unit.role !== undefined) block.role = unit.role;
-        if (info.cacheControl) block.cacheControl = info.cacheControl;
-        blocks.push(block);
+          cacheControl: info.cacheControl,
+        });
       }
       levels[level] = { start, end: blocks.length, params: params[level], foldHash };
     }
@@ -302,6 +302,48 @@ export class PrefixBuilder {
     if (auto && typeof auto === 'object') prefix.autoCacheControl = auto as CacheMarker;
     return prefix;
   }
+
+  /**
+   * Reads every unit. A unit whose bytes equal the previous body's unit at the same position (a memcmp,
+   * no hashing) reuses that result: a request that extends the last one only hashes its new blocks.
+   */
+  private readUnits(body: RequestBody): UnitInfo[] {
+    const prev = this.previous?.body.format === body.format ? this.previous : undefined;
+    const infos: UnitInfo[] = new Array(body.units.length);
+    for (let i = 0; i < body.units.length; i++) {
+      const u = body.units[i] as RawUnit;
+      const p = prev?.body.units[i];
+      if (
+        prev &&
+        p &&
+        p.form === u.form &&
+        p.span.end - p.span.start === u.span.end - u.span.start &&
+        body.bytes.compare(prev.body.bytes, p.span.start, p.span.end, u.span.start, u.span.end) === 0
+      ) {
+        infos[i] = prev.infos[i] as UnitInfo;
+        this.units.stats.reused++;
+      } else infos[i] = this.units.read(body.bytes, u, body.format);
+    }
+    this.previous = { body, infos };
+    return infos;
+  }
+}
+
+const messageStarts = new Map<string, Map<string, string>>();
+
+/** The identity of a message boundary with its role and fields (interned: there are few distinct ones). */
+function messageStart(role: string, header: string): string {
+  let byHeader = messageStarts.get(role);
+  if (!byHeader) {
+    byHeader = new Map();
+    if (messageStarts.size < 1_000) messageStarts.set(role, byHeader);
+  }
+  let h = byHeader.get(header);
+  if (!h) {
+    h = hash('sha256', `message\n${role}\n${header}`, 'hex');
+    if (byHeader.size < 10_000) byHeader.set(header, h);
+  }
+  return h;
 }
 
 let shared: PrefixBuilder | undefined;

@@ -1,8 +1,8 @@
 // Turns one raw prompt unit into what the cache sees of it: identity hash, kind, name, tokens, markers.
-// Memoized by the unit's raw bytes so that a request extending an earlier one only pays for its new units.
+// Memoized by identity, so a request extending an earlier one only pays for its new units; never mutates input.
 
-import { createHash, hash } from 'node:crypto';
-import { parseSpan } from '../wire/json-scan.js';
+import { hash } from 'node:crypto';
+import { decodeKey, parseSpan, type ScanNode, type ScanObject } from '../wire/json-scan.js';
 import type { RawUnit, WireFormat } from '../wire/request-body.js';
 import { defaultTokenEstimator, type TokenEstimator } from './token-estimate.js';
 
@@ -36,95 +36,144 @@ export interface UnitReaderOptions {
   memoEntries?: number;
 }
 
-const MARKER_KEYS = ['cache_control', 'prompt_cache_breakpoint'];
+const MARKER_KEYS = ['cache_control', 'prompt_cache_breakpoint'] as const;
+const IMAGE_NEEDLE = Buffer.from('"type":"image"');
+const CITATIONS_NEEDLE = Buffer.from('"citations":{"enabled":true');
+const COMMA = 0x2c;
+/** Kinds whose JSON holds no nested blocks: no image, base64 or citations can hide inside them. */
+const FLAT_KINDS = new Set([
+  'text',
+  'input_text',
+  'output_text',
+  'tool',
+  'tool_use',
+  'tool_call',
+  'thinking',
+  'redacted_thinking',
+]);
 
-/** Reads units into {@link UnitInfo}s, remembering each distinct raw unit. One per estimator. */
+type Info = Omit<UnitInfo, 'cacheControl'>;
+
+/**
+ * Reads units into {@link UnitInfo}s. Identity is the sha256 of the unit's canonical JSON: for bytes the
+ * scanner found canonical (compact, as `JSON.stringify` writes them) that is the raw bytes minus the cache
+ * marker, hashed without a parse; otherwise the unit is parsed and re-serialized. Both give the same hash.
+ */
 export class UnitReader {
-  private readonly memo = new Map<string, UnitInfo>();
+  /** One memo per unit form (the same JSON read as a tool or as content differs in kind). Oldest out first. */
+  private readonly memo = new Map<string, Map<string, Info>>();
+  private size = 0;
   private readonly estimate: TokenEstimator;
   private readonly limit: number;
-  /** How many units were computed and how many came from memory, for benchmarks and tests. */
-  readonly stats = { computed: 0, remembered: 0 };
+  /**
+   * For benchmarks and tests: units computed from scratch, found in memory by identity, and reused from
+   * the previous body by a byte compare (counted by the PrefixBuilder).
+   */
+  readonly stats = { computed: 0, remembered: 0, reused: 0 };
 
   constructor(options: UnitReaderOptions = {}) {
     this.estimate = options.estimateTokens ?? defaultTokenEstimator;
     this.limit = options.memoEntries ?? 100_000;
   }
 
-  read(bytes: Uint8Array, unit: RawUnit, format: WireFormat): UnitInfo {
+  read(bytes: Buffer, unit: RawUnit, format: WireFormat): UnitInfo {
     if (unit.form === 'empty') return EMPTY;
-    const raw = bytes.subarray(unit.span.start, unit.span.end);
-    const key = `${format}|${unit.form}|${hash('sha1', raw, 'base64')}`;
-    const known = this.memo.get(key);
-    if (known) {
-      this.memo.delete(key);
-      this.memo.set(key, known);
-      this.stats.remembered++;
-      return known;
+    const node = unit.node;
+    const canonical = node.clean ? canonicalBytes(bytes, unit, format) : undefined;
+    let marker: CacheMarker | undefined;
+    let canonicalText: string | undefined;
+    let parsedValue: unknown;
+    let canonicalBuf: Buffer;
+    if (canonical) {
+      canonicalBuf = canonical;
+      if (node.type === 'object') marker = markerOf(bytes, node);
+    } else {
+      parsedValue = parseSpan(bytes, unit.span.start, unit.span.end);
+      const parsed = canonicalize(parsedValue, unit, format);
+      marker = parsed.marker;
+      canonicalText = parsed.canonical;
+      canonicalBuf = Buffer.from(canonicalText);
     }
-    const info = this.compute(bytes, unit, format);
-    this.memo.set(key, info);
-    if (this.memo.size > this.limit) {
-      const oldest = this.memo.keys().next().value;
-      if (oldest !== undefined) this.memo.delete(oldest);
+    const contentHash = hash('sha256', canonicalBuf, 'hex');
+    let memo = this.memo.get(unit.form);
+    if (!memo) {
+      memo = new Map();
+      this.memo.set(unit.form, memo);
     }
-    this.stats.computed++;
-    return info;
+    let info = memo.get(contentHash);
+    if (info) this.stats.remembered++;
+    else {
+      if (canonical && hasControlCharacter(canonical)) {
+        // Raw control characters inside a string: invalid JSON. Let the parser say exactly where.
+        parseSpan(bytes, unit.span.start, unit.span.end);
+      }
+      info = this.compute(bytes, canonicalBuf, canonicalText, parsedValue, contentHash, unit, format);
+      this.stats.computed++;
+      if (this.size >= this.limit) this.evictOldest();
+      memo.set(contentHash, info);
+      this.size++;
+    }
+    return marker ? { ...info, cacheControl: marker } : info;
   }
 
-  private compute(bytes: Uint8Array, unit: RawUnit, format: WireFormat): UnitInfo {
-    const value = parseSpan(bytes, unit.span.start, unit.span.end);
-    let block: Record<string, unknown>;
-    if (typeof value === 'string') {
-      block = {
-        type: format === 'openai-responses' && unit.level === 'messages' ? 'input_text' : 'text',
-        text: value,
-      };
-    } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      block = value as Record<string, unknown>;
-    } else {
-      block = { value };
+  private evictOldest(): void {
+    // Evict from the largest form's memo, oldest entry first (insertion order).
+    let largest: Map<string, Info> | undefined;
+    for (const m of this.memo.values()) if (!largest || m.size > largest.size) largest = m;
+    const oldest = largest?.keys().next().value;
+    if (largest && oldest !== undefined) {
+      largest.delete(oldest);
+      this.size--;
     }
-    let cacheControl: CacheMarker | undefined;
-    let stripped = block;
-    for (const k of MARKER_KEYS) {
-      if (Object.hasOwn(stripped, k)) {
-        const marker = stripped[k];
-        if (marker && typeof marker === 'object') cacheControl = marker as CacheMarker;
-        const { [k]: _drop, ...rest } = stripped;
-        stripped = rest;
-      }
-    }
-    const canonical = JSON.stringify(stripped);
-    const kind = kindOf(unit, block);
-    const name = nameOf(unit, block);
-    const info: UnitInfo = {
-      contentHash: hash('sha256', canonical, 'hex'),
+  }
+
+  private compute(
+    bytes: Buffer,
+    buf: Buffer,
+    text: string | undefined,
+    parsed: unknown,
+    contentHash: string,
+    unit: RawUnit,
+    format: WireFormat,
+  ): Info {
+    const block = blockFields(bytes, parsed, unit, format);
+    const kind = kindOf(unit, block.type);
+    const tokens = this.estimate({
       kind,
-      tokens: this.estimate({ kind, level: unit.level, canonical }),
+      level: unit.level,
+      bytes: buf,
+      text: () => text ?? buf.toString('utf8'),
+    });
+    const flat = FLAT_KINDS.has(kind);
+    const info: Info = {
+      contentHash,
+      kind,
+      name: undefined,
+      tokens,
       hasImage:
         kind === 'image' ||
         kind === 'image_url' ||
         kind === 'input_image' ||
-        canonical.includes('"type":"image"'),
-      citations: canonical.includes('"citations":{"enabled":true'),
+        (!flat && buf.indexOf(IMAGE_NEEDLE) >= 0),
+      citations: !flat && buf.indexOf(CITATIONS_NEEDLE) >= 0,
       deferLoading: unit.form === 'tool' && block.defer_loading === true,
+      serverTool: undefined,
     };
+    const name = nameOf(unit, block);
     if (name !== undefined) info.name = name;
-    if (cacheControl) info.cacheControl = cacheControl;
     if (
       unit.form === 'tool' &&
       typeof block.type === 'string' &&
       !['custom', 'function'].includes(block.type)
     ) {
-      if (!('input_schema' in block)) info.serverTool = block.type;
+      if (!block.hasInputSchema) info.serverTool = block.type;
     }
     return info;
   }
 }
 
 const EMPTY: UnitInfo = {
-  contentHash: createHash('sha256').update('empty').digest('hex'),
+  contentHash: hash('sha256', 'empty', 'hex'),
   kind: 'empty',
   tokens: 0,
   hasImage: false,
@@ -132,14 +181,176 @@ const EMPTY: UnitInfo = {
   deferLoading: false,
 };
 
-function kindOf(unit: RawUnit, block: Record<string, unknown>): string {
-  if (unit.form === 'tool') return 'tool';
-  if (unit.form === 'tool_call') return 'tool_call';
-  return typeof block.type === 'string' ? block.type : unit.form === 'item' ? 'item' : 'text';
+/** The few fields of a block that kind, name and flags need. */
+interface BlockFields {
+  type?: unknown;
+  name?: unknown;
+  functionName?: unknown;
+  defer_loading?: unknown;
+  hasInputSchema: boolean;
 }
 
-function nameOf(unit: RawUnit, block: Record<string, unknown>): string | undefined {
-  const fn = block.function as Record<string, unknown> | undefined;
+function blockFields(bytes: Buffer, parsed: unknown, unit: RawUnit, format: WireFormat): BlockFields {
+  const node = unit.node;
+  if (node.type !== 'object') {
+    // A string unit: system text, or string content.
+    const type = format === 'openai-responses' && unit.level === 'messages' ? 'input_text' : 'text';
+    return { type, hasInputSchema: false };
+  }
+  if (parsed !== undefined) {
+    const v = parsed as Record<string, unknown>;
+    const fn = v.function;
+    return {
+      type: v.type,
+      name: v.name,
+      functionName: fn && typeof fn === 'object' ? (fn as Record<string, unknown>).name : undefined,
+      defer_loading: v.defer_loading,
+      hasInputSchema: 'input_schema' in v,
+    };
+  }
+  // Read only the small members that matter, never the whole block.
+  const read = (key: string): unknown => {
+    const m = node.members.get(key);
+    if (!m) return undefined;
+    if (m.type === 'leaf' && m.first === 0x22) return decodeKey(bytes, m.start, m.end);
+    return m.end - m.start <= 8 || key !== 'function' ? parseSpan(bytes, m.start, m.end) : undefined;
+  };
+  const fnNode = node.members.get('function');
+  let functionName: unknown;
+  if (fnNode && fnNode.type === 'leaf' && fnNode.first === 0x7b) {
+    const fn = parseSpan(bytes, fnNode.start, fnNode.end) as Record<string, unknown>;
+    functionName = fn.name;
+  }
+  return {
+    type: read('type'),
+    name: node.members.has('name') ? read('name') : undefined,
+    functionName,
+    defer_loading: node.members.has('defer_loading') ? read('defer_loading') : undefined,
+    hasInputSchema: node.members.has('input_schema'),
+  };
+}
+
+/**
+ * The canonical bytes of a clean unit without a parse: the raw bytes minus a marker member, or a string
+ * wrapped as the text block it stands for. Undefined when a marker cannot be cut out byte-exactly.
+ */
+function canonicalBytes(bytes: Buffer, unit: RawUnit, format: WireFormat): Buffer | undefined {
+  const node = unit.node;
+  if (node.type === 'leaf') {
+    if (node.first !== 0x22) return undefined;
+    const type = format === 'openai-responses' && unit.level === 'messages' ? 'input_text' : 'text';
+    return Buffer.concat([
+      Buffer.from(`{"type":"${type}","text":`),
+      bytes.subarray(node.start, node.end),
+      CLOSE,
+    ]);
+  }
+  if (node.type !== 'object') return undefined;
+  let out = bytes.subarray(node.start, node.end);
+  for (const key of MARKER_KEYS) {
+    const value = node.members.get(key);
+    if (!value) continue;
+    const cut = memberSpan(bytes, node, key, value);
+    if (!cut) return undefined;
+    const rel = { start: cut.start - node.start, end: cut.end - node.start };
+    out = Buffer.concat([out.subarray(0, rel.start), out.subarray(rel.end)]);
+    // A second marker key would need offsets re-based; both at once never happens on the wire.
+    if (node.members.has(MARKER_KEYS[1]) && key === MARKER_KEYS[0]) return undefined;
+  }
+  return out;
+}
+
+const CLOSE = Buffer.from('}');
+
+/** The bytes of `"key":value` plus one adjacent comma, in a compact object. */
+function memberSpan(
+  bytes: Buffer,
+  obj: ScanObject,
+  key: string,
+  value: ScanNode,
+): { start: number; end: number } | undefined {
+  const keyBytes = `"${key}":`;
+  const keyStart = value.start - keyBytes.length;
+  if (keyStart <= obj.start || bytes.toString('latin1', keyStart, value.start) !== keyBytes) return undefined;
+  if (bytes[keyStart - 1] === COMMA) return { start: keyStart - 1, end: value.end };
+  if (bytes[value.end] === COMMA) return { start: keyStart, end: value.end + 1 };
+  return { start: keyStart, end: value.end };
+}
+
+function markerOf(bytes: Buffer, node: ScanObject): CacheMarker | undefined {
+  for (const key of MARKER_KEYS) {
+    const value = node.members.get(key);
+    if (value) {
+      const v = parseSpan(bytes, value.start, value.end);
+      if (v && typeof v === 'object') return v as CacheMarker;
+    }
+  }
+  return undefined;
+}
+
+/** The slow path: a parsed unit as canonical JSON text, without its marker. */
+function canonicalize(
+  value: unknown,
+  unit: RawUnit,
+  format: WireFormat,
+): { canonical: string; marker?: CacheMarker } {
+  let block: Record<string, unknown>;
+  if (typeof value === 'string') {
+    block = {
+      type: format === 'openai-responses' && unit.level === 'messages' ? 'input_text' : 'text',
+      text: value,
+    };
+  } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    block = value as Record<string, unknown>;
+  } else {
+    block = { value };
+  }
+  let marker: CacheMarker | undefined;
+  for (const k of MARKER_KEYS) {
+    if (Object.hasOwn(block, k)) {
+      const m = block[k];
+      if (m && typeof m === 'object') marker = m as CacheMarker;
+      const { [k]: _drop, ...rest } = block;
+      block = rest;
+    }
+  }
+  return marker ? { canonical: JSON.stringify(block), marker } : { canonical: JSON.stringify(block) };
+}
+
+/** Whether any byte is below 0x20, sixteen bytes per step (in compact JSON every such byte is an error). */
+function hasControlCharacter(buf: Buffer): boolean {
+  const start = buf.byteOffset;
+  const end = start + buf.length;
+  const alignedStart = Math.min(end, (start + 3) & ~3);
+  const alignedEnd = Math.max(alignedStart, end & ~3);
+  for (let i = 0; i < alignedStart - start; i++) if ((buf[i] as number) < 0x20) return true;
+  const words = new Int32Array(buf.buffer, alignedStart, (alignedEnd - alignedStart) >>> 2);
+  const n = words.length;
+  const K = 0x20202020;
+  let i = 0;
+  // (w - 0x20..) & ~w sets a byte's high bit where that byte is below 0x20 (the classic "hasless" test).
+  for (; i + 4 <= n; i += 4) {
+    const a = words[i] as number;
+    const b = words[i + 1] as number;
+    const c = words[i + 2] as number;
+    const d = words[i + 3] as number;
+    if (((((a - K) & ~a) | ((b - K) & ~b) | ((c - K) & ~c) | ((d - K) & ~d)) & 0x80808080) !== 0) return true;
+  }
+  for (; i < n; i++) {
+    const w = words[i] as number;
+    if (((w - K) & ~w & 0x80808080) !== 0) return true;
+  }
+  for (let j = alignedEnd - start; j < buf.length; j++) if ((buf[j] as number) < 0x20) return true;
+  return false;
+}
+
+function kindOf(unit: RawUnit, type: unknown): string {
+  if (unit.form === 'tool') return 'tool';
+  if (unit.form === 'tool_call') return 'tool_call';
+  return typeof type === 'string' ? type : unit.form === 'item' ? 'item' : 'text';
+}
+
+function nameOf(unit: RawUnit, block: BlockFields): string | undefined {
   if (
     unit.form === 'tool' ||
     unit.form === 'tool_call' ||
@@ -147,7 +358,7 @@ function nameOf(unit: RawUnit, block: Record<string, unknown>): string | undefin
     block.type === 'tool_use'
   ) {
     if (typeof block.name === 'string') return block.name;
-    if (fn && typeof fn.name === 'string') return fn.name;
+    if (typeof block.functionName === 'string') return block.functionName;
     if (unit.form === 'tool' && typeof block.type === 'string') return block.type;
   }
   return undefined;

@@ -8,15 +8,26 @@ import { locateJsonError } from './json-locate.js';
 export interface ScanShape {
   members?: Readonly<Record<string, ScanShape>>;
   items?: ScanShape;
+  /**
+   * With `members`: record only these keys (as leaves unless `members` expands them); the other members
+   * are checked and skipped without a node. For hot paths where a few fields of many objects matter.
+   */
+  only?: readonly string[];
 }
 
 /** A scanned value: its byte span `[start, end)`, and children only where the shape asked for them. */
 export type ScanNode = ScanObject | ScanArray | ScanLeaf;
 
+/**
+ * `clean` on every node: the value's bytes are exactly what `JSON.stringify(JSON.parse(bytes))` would
+ * write (no insignificant whitespace, no `\u` or `\/` escapes, integers of at most 15 digits, valid
+ * literals, no integer-like keys). Clean bytes can be hashed as they are, without a parse.
+ */
 export interface ScanObject {
   type: 'object';
   start: number;
   end: number;
+  clean: boolean;
   /** Members in the order sent; a repeated key keeps its last value, as `JSON.parse` does. */
   members: Map<string, ScanNode>;
 }
@@ -25,6 +36,7 @@ export interface ScanArray {
   type: 'array';
   start: number;
   end: number;
+  clean: boolean;
   items: ScanNode[];
 }
 
@@ -33,6 +45,7 @@ export interface ScanLeaf {
   type: 'leaf';
   start: number;
   end: number;
+  clean: boolean;
   first: number;
 }
 
@@ -63,7 +76,15 @@ export function scanJson(bytes: Uint8Array, shape: ScanShape): ScanNode {
 }
 
 class Scanner {
-  constructor(private readonly bytes: Uint8Array) {}
+  /** Whether everything scanned since the current value began is canonical (see {@link ScanObject}). */
+  private clean = true;
+  /** The next backslash at or after the scan position (or Infinity): escapes are found in O(n) overall. */
+  private nextBackslash: number;
+
+  constructor(private readonly bytes: Uint8Array) {
+    const nb = bytes.indexOf(BACKSLASH);
+    this.nextBackslash = nb < 0 ? Number.POSITIVE_INFINITY : nb;
+  }
 
   fail(offset: number, detail: string): never {
     // The structural scan found the problem; the exact locator gives the precise position and wording.
@@ -78,40 +99,70 @@ class Scanner {
 
   skipWs(pos: number): number {
     const b = this.bytes;
+    const from = pos;
     while (pos < b.length && isWhitespace(b[pos] as number)) pos++;
+    if (pos !== from) this.clean = false;
     return pos;
   }
 
   value(pos: number, shape: ScanShape | undefined): ScanNode {
     const c = this.bytes[pos];
     if (c === undefined) this.fail(pos, 'unexpected end of input');
-    if (c === OPEN_OBJECT && shape?.members) return this.object(pos, shape.members);
-    if (c === OPEN_ARRAY && shape?.items) return this.array(pos, shape.items);
-    return { type: 'leaf', start: pos, end: this.skipValue(pos), first: c };
+    const outer = this.clean;
+    this.clean = true;
+    let node: ScanNode;
+    if (c === OPEN_OBJECT && shape?.members) node = this.object(pos, shape.members, shape.only);
+    else if (c === OPEN_ARRAY && shape?.items) node = this.array(pos, shape.items);
+    else node = { type: 'leaf', start: pos, end: this.skipValue(pos), first: c, clean: true };
+    node.clean = this.clean;
+    this.clean = outer && this.clean;
+    return node;
   }
 
-  object(start: number, memberShapes: Readonly<Record<string, ScanShape>>): ScanObject {
+  object(
+    start: number,
+    memberShapes: Readonly<Record<string, ScanShape>>,
+    only?: readonly string[],
+  ): ScanObject {
     const b = this.bytes;
     const members = new Map<string, ScanNode>();
+    const wanted = only ? encodedKeys(only) : undefined;
+    const wantedCount = wanted ? wanted.length : 0;
     let pos = this.skipWs(start + 1);
-    if (b[pos] === CLOSE_OBJECT) return { type: 'object', start, end: pos + 1, members };
+    if (b[pos] === CLOSE_OBJECT) return { type: 'object', start, end: pos + 1, members, clean: true };
     for (;;) {
       if (b[pos] !== QUOTE) this.fail(pos, 'expected a string key');
       const keyEnd = this.skipString(pos);
-      const key = decodeKey(b, pos, keyEnd);
+      let key: string | undefined;
+      if (wanted && only) {
+        const len = keyEnd - pos - 2;
+        for (let k = 0; k < wantedCount; k++) {
+          const raw = wanted[k] as Buffer;
+          if (raw.length === len && bytesAt(b, pos + 1, raw)) {
+            key = only[k];
+            break;
+          }
+        }
+      } else key = decodeKey(b, pos, keyEnd);
+      if (isDigit(b[pos + 1])) this.clean = false;
       pos = this.skipWs(keyEnd);
       if (b[pos] !== COLON) this.fail(pos, "expected ':' after a key");
       pos = this.skipWs(pos + 1);
-      const child = this.value(pos, Object.hasOwn(memberShapes, key) ? memberShapes[key] : undefined);
-      members.delete(key);
-      members.set(key, child);
-      pos = this.skipWs(child.end);
+      if (key === undefined) {
+        if (pos >= b.length) this.fail(pos, 'unexpected end of input');
+        pos = this.skipWs(this.skipValue(pos));
+      } else {
+        const child = this.value(pos, Object.hasOwn(memberShapes, key) ? memberShapes[key] : undefined);
+        members.delete(key);
+        members.set(key, child);
+        pos = this.skipWs(child.end);
+      }
       const c = b[pos];
       if (c === COMMA) {
         pos = this.skipWs(pos + 1);
         continue;
       }
-      if (c === CLOSE_OBJECT) return { type: 'object', start, end: pos + 1, members };
+      if (c === CLOSE_OBJECT) return { type: 'object', start, end: pos + 1, members, clean: true };
       this.fail(pos, "expected ',' or '}' in an object");
     }
   }
@@ -120,7 +171,7 @@ class Scanner {
     const b = this.bytes;
     const items: ScanNode[] = [];
     let pos = this.skipWs(start + 1);
-    if (b[pos] === CLOSE_ARRAY) return { type: 'array', start, end: pos + 1, items };
+    if (b[pos] === CLOSE_ARRAY) return { type: 'array', start, end: pos + 1, items, clean: true };
     for (;;) {
       const child = this.value(pos, itemShape);
       items.push(child);
@@ -130,21 +181,29 @@ class Scanner {
         pos = this.skipWs(pos + 1);
         continue;
       }
-      if (c === CLOSE_ARRAY) return { type: 'array', start, end: pos + 1, items };
+      if (c === CLOSE_ARRAY) return { type: 'array', start, end: pos + 1, items, clean: true };
       this.fail(pos, "expected ',' or ']' in an array");
     }
   }
 
-  /** Returns the offset just past the closing quote of the string opening at `pos`. */
+  /** Returns the offset just past the closing quote of the string opening at `pos`; notes its escapes. */
   skipString(pos: number): number {
     const b = this.bytes;
-    let q = indexOfByte(b, QUOTE, pos + 1);
+    let from = pos + 1;
     for (;;) {
+      const q = b.indexOf(QUOTE, from);
       if (q < 0) this.fail(pos, 'unterminated string');
-      let slashes = 0;
-      while (b[q - 1 - slashes] === BACKSLASH) slashes++;
-      if (slashes % 2 === 0) return q + 1;
-      q = indexOfByte(b, QUOTE, q + 1);
+      let escapedQuote = false;
+      while (this.nextBackslash < q) {
+        const at = this.nextBackslash;
+        const e = b[at + 1];
+        if (e === 0x75 || e === 0x2f) this.clean = false; // \u and \/ are written differently by JSON.stringify
+        if (at + 1 === q) escapedQuote = true;
+        const nb = b.indexOf(BACKSLASH, at + 2);
+        this.nextBackslash = nb < 0 ? Number.POSITIVE_INFINITY : nb;
+      }
+      if (!escapedQuote) return q + 1;
+      from = q + 1;
     }
   }
 
@@ -159,7 +218,22 @@ class Scanner {
       while (p < b.length) {
         const d = b[p] as number;
         if (d === QUOTE) {
-          p = this.skipString(p);
+          const end = this.skipString(p);
+          // An integer-like key would be reordered by JSON.parse: not clean.
+          if (b[end] === COLON && isDigit(b[p + 1])) this.clean = false;
+          p = end;
+          continue;
+        }
+        if (isWhitespace(d)) this.clean = false;
+        else if (
+          d !== COMMA &&
+          d !== COLON &&
+          d !== CLOSE_OBJECT &&
+          d !== CLOSE_ARRAY &&
+          d !== OPEN_OBJECT &&
+          d !== OPEN_ARRAY
+        ) {
+          p = this.primitive(p);
           continue;
         }
         if (d === OPEN_OBJECT || d === OPEN_ARRAY) stack.push(d);
@@ -172,36 +246,93 @@ class Scanner {
       }
       this.fail(b.length, 'unexpected end of input');
     }
-    // A number or literal: runs until a delimiter.
+    return this.primitive(pos);
+  }
+
+  /** A number or literal: runs until a delimiter. Only plain integers and exact literals are clean. */
+  primitive(pos: number): number {
+    const b = this.bytes;
     let p = pos;
+    let plainInteger = true;
     while (p < b.length) {
       const d = b[p] as number;
       if (d === COMMA || d === CLOSE_OBJECT || d === CLOSE_ARRAY || isWhitespace(d)) break;
       if (d === QUOTE || d === OPEN_OBJECT || d === OPEN_ARRAY || d === COLON)
         this.fail(p, 'unexpected character');
+      if (!isDigit(d) && !(d === 0x2d && p === pos)) plainInteger = false;
       p++;
     }
     if (p === pos) this.fail(pos, 'expected a value');
+    const len = p - pos;
+    if (plainInteger) {
+      const digits = b[pos] === 0x2d ? pos + 1 : pos;
+      // Too long for a double, "-", "-0", or a leading zero: let JSON.parse judge and render it.
+      if (len > 15 || p === digits || (b[digits] === 0x30 && (p - digits > 1 || digits > pos)))
+        this.clean = false;
+    } else if (!isLiteral(b, pos, len)) this.clean = false;
     return p;
   }
 }
 
-function indexOfByte(b: Uint8Array, byte: number, from: number): number {
-  return b.indexOf(byte, from);
+const keyCache = new WeakMap<readonly string[], Buffer[]>();
+
+/** The UTF-8 bytes of each key in `only`, same order; computed once per list. */
+function encodedKeys(only: readonly string[]): Buffer[] {
+  let keys = keyCache.get(only);
+  if (!keys) {
+    keys = only.map((k) => Buffer.from(k));
+    keyCache.set(only, keys);
+  }
+  return keys;
 }
 
-function decodeKey(b: Uint8Array, start: number, end: number): string {
-  let plain = true;
-  for (let i = start + 1; i < end - 1; i++) {
-    const c = b[i] as number;
-    if (c === BACKSLASH || c >= 0x80) {
-      plain = false;
-      break;
+function bytesAt(b: Uint8Array, at: number, raw: Uint8Array): boolean {
+  for (let i = 0; i < raw.length; i++) if (b[at + i] !== raw[i]) return false;
+  return true;
+}
+
+function isDigit(c: number | undefined): boolean {
+  return c !== undefined && c >= 0x30 && c <= 0x39;
+}
+
+const LITERALS = ['true', 'false', 'null'].map((w) => new TextEncoder().encode(w));
+
+function isLiteral(b: Uint8Array, pos: number, len: number): boolean {
+  return LITERALS.some((w) => w.length === len && w.every((c, i) => b[pos + i] === c));
+}
+
+/** Interned keys by a small hash of their bytes: object keys repeat endlessly, decoding them once is enough. */
+const internedKeys = new Map<number, { bytes: Buffer; text: string }>();
+
+/** Decodes a short, often repeated JSON string (a key, a role, a type) whose quotes are at `start`, `end - 1`. */
+export function decodeKey(b: Uint8Array, start: number, end: number): string {
+  const len = end - start - 2;
+  if (len > 32) return decodeStringAt(b, start, end);
+  let h = len;
+  for (let i = start + 1; i < end - 1; i++) h = (Math.imul(h, 31) + (b[i] as number)) | 0;
+  const hit = internedKeys.get(h);
+  if (hit && hit.bytes.length === len && bytesAt(b, start + 1, hit.bytes)) return hit.text;
+  const text = decodeStringAt(b, start, end);
+  if (internedKeys.size < 4096)
+    internedKeys.set(h, { bytes: Buffer.from(b.subarray(start + 1, end - 1)), text });
+  return text;
+}
+
+/**
+ * Decodes the JSON string whose quotes are at `start` and `end - 1`. Short plain ASCII strings (keys,
+ * roles, types) are built directly; anything else goes through JSON.parse.
+ */
+export function decodeStringAt(b: Uint8Array, start: number, end: number): string {
+  if (end - start <= 66) {
+    let out = '';
+    for (let i = start + 1; i < end - 1; i++) {
+      const c = b[i] as number;
+      if (c === BACKSLASH || c >= 0x80 || c < 0x20) return parseSpan(b, start, end) as string;
+      out += String.fromCharCode(c);
     }
+    return out;
   }
-  if (plain && end - start < 256) return String.fromCharCode(...b.subarray(start + 1, end - 1));
-  if (plain) return decodeUtf8(b, start + 1, end - 1);
-  return JSON.parse(decodeUtf8(b, start, end)) as string;
+  return parseSpan(b, start, end) as string;
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: false });

@@ -4,6 +4,8 @@
 import { WireFormatError } from '../core/errors.js';
 import {
   byteToPosition,
+  decodeKey,
+  decodeUtf8,
   parseSpan,
   type ScanNode,
   type ScanObject,
@@ -36,6 +38,8 @@ export interface RawUnit {
   level: PrefixLevel;
   form: UnitForm;
   span: ByteSpan;
+  /** The scanned value: an object with its members (each a leaf), or a string leaf. */
+  node: ScanNode;
   /** For message-level units: which message (or input item), which part within it. */
   messageIndex?: number;
   partIndex?: number;
@@ -47,7 +51,8 @@ export interface RawUnit {
 /** A request body read into prompt units. `value()` parses the whole body (lazily) with nothing dropped. */
 export interface RequestBody {
   format: WireFormat;
-  bytes: Uint8Array;
+  /** The body's bytes (a Buffer view of the input, never a copy of a Buffer). */
+  bytes: Buffer;
   root: ScanObject;
   units: RawUnit[];
   /** Top-level fields other than the prompt arrays, parsed. */
@@ -69,13 +74,24 @@ export interface ParseRequestOptions {
   headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
 }
 
+/** The members of a block that kind, name, flags and markers need; the rest is skipped without nodes. */
+export const BLOCK_KEYS = [
+  'type',
+  'name',
+  'function',
+  'defer_loading',
+  'input_schema',
+  'cache_control',
+  'prompt_cache_breakpoint',
+] as const;
+const BLOCK: ScanShape = { members: {}, only: BLOCK_KEYS };
 const SHAPE: ScanShape = {
   members: {
-    tools: { items: {} },
-    functions: { items: {} },
-    system: { items: {} },
-    messages: { items: { members: { content: { items: {} }, tool_calls: { items: {} } } } },
-    input: { items: { members: { content: { items: {} } } } },
+    tools: { items: BLOCK },
+    functions: { items: BLOCK },
+    system: { items: BLOCK },
+    messages: { items: { members: { content: { items: BLOCK }, tool_calls: { items: BLOCK } } } },
+    input: { items: { members: { content: { items: BLOCK } } } },
   },
 };
 
@@ -85,7 +101,13 @@ const encoder = new TextEncoder();
 
 /** Reads a request body. Throws `JsonSyntaxError` (with line and column) or `WireFormatError` (with path). */
 export function parseRequestBody(input: Uint8Array | string, options: ParseRequestOptions = {}): RequestBody {
-  const bytes = typeof input === 'string' ? encoder.encode(input) : input;
+  // A Buffer view (no copy): its indexOf is native and fast, which the scanner relies on.
+  const bytes =
+    typeof input === 'string'
+      ? Buffer.from(encoder.encode(input).buffer)
+      : Buffer.isBuffer(input)
+        ? input
+        : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
   const root = scanJson(bytes, SHAPE);
   if (root.type !== 'object') {
     throw new WireFormatError('$', 'a request body must be a JSON object', byteToPosition(bytes, root.start));
@@ -169,7 +191,7 @@ export function detectFormat(bytes: Uint8Array, root: ScanObject): WireFormat {
       const r = role ? parseSpan(bytes, role.start, role.end) : undefined;
       if (r === 'system' || r === 'developer') score -= 2;
     }
-    for (const m of messages.items) {
+    for (const m of messages.items.slice(0, 16)) {
       if (m.type !== 'object') continue;
       if (m.members.has('tool_calls') || m.members.has('tool_call_id')) score -= 2;
       const content = m.members.get('content');
@@ -188,7 +210,7 @@ export function detectFormat(bytes: Uint8Array, root: ScanObject): WireFormat {
   const tools = root.members.get('tools');
   if (tools?.type === 'array' && tools.items[0]) {
     const t = tools.items[0];
-    const text = new TextDecoder().decode(bytes.subarray(t.start, t.end));
+    const text = decodeUtf8(bytes, t.start, t.end);
     if (text.includes('"input_schema"')) score += 2;
     if (/"type"\s*:\s*"function"/.test(text)) score -= 2;
   }
@@ -229,8 +251,8 @@ class UnitReader {
     if (!tools || isNull(tools)) return;
     if (tools.type !== 'array') this.fail(`$.${key}`, tools, 'must be an array of tool definitions');
     tools.items.forEach((tool, i) => {
-      if (tool.type !== 'leaf' || tool.first !== 0x7b) this.fail(`$.${key}[${i}]`, tool, 'must be an object');
-      this.units.push({ level: 'tools', form: 'tool', span: this.span(tool) });
+      if (tool.type !== 'object') this.fail(`$.${key}[${i}]`, tool, 'must be an object');
+      this.units.push({ level: 'tools', form: 'tool', span: this.span(tool), node: tool });
     });
   }
 
@@ -240,12 +262,23 @@ class UnitReader {
     if (system && !isNull(system)) {
       if (system.type === 'array') {
         system.items.forEach((block, i) => {
-          if (block.type !== 'leaf' || block.first !== 0x7b)
-            this.fail(`$.system[${i}]`, block, 'must be an object');
-          this.units.push({ level: 'system', form: 'text', span: this.span(block), partIndex: i });
+          if (block.type !== 'object') this.fail(`$.system[${i}]`, block, 'must be an object');
+          this.units.push({
+            level: 'system',
+            form: 'text',
+            span: this.span(block),
+            node: block,
+            partIndex: i,
+          });
         });
       } else if (system.type === 'leaf' && system.first === 0x22) {
-        this.units.push({ level: 'system', form: 'text', span: this.span(system), partIndex: 0 });
+        this.units.push({
+          level: 'system',
+          form: 'text',
+          span: this.span(system),
+          node: system,
+          partIndex: 0,
+        });
       } else this.fail('$.system', system, 'must be a string or an array of text blocks');
     }
     this.messageArray(root, 'messages', true);
@@ -264,7 +297,13 @@ class UnitReader {
       if (instructions.type !== 'leaf' || instructions.first !== 0x22) {
         this.fail('$.instructions', instructions, 'must be a string');
       }
-      this.units.push({ level: 'system', form: 'text', span: this.span(instructions), partIndex: 0 });
+      this.units.push({
+        level: 'system',
+        form: 'text',
+        span: this.span(instructions),
+        node: instructions,
+        partIndex: 0,
+      });
     }
     const input = root.members.get('input');
     if (!input || isNull(input)) return;
@@ -273,6 +312,7 @@ class UnitReader {
         level: 'messages',
         form: 'content',
         span: this.span(input),
+        node: input,
         messageIndex: 0,
         partIndex: 0,
         role: 'user',
@@ -291,73 +331,84 @@ class UnitReader {
       return;
     }
     if (messages.type !== 'array') this.fail(`$.${key}`, messages, 'must be an array');
-    messages.items.forEach((message, m) => {
-      const path = `$.${key}[${m}]`;
-      if (message.type !== 'object') this.fail(path, message, 'must be an object');
+    const items = messages.items;
+    for (let m = 0; m < items.length; m++) {
+      const message = items[m] as ScanNode;
+      if (message.type !== 'object') this.fail(`$.${key}[${m}]`, message, 'must be an object');
       const roleNode = message.members.get('role');
-      const content = message.members.get('content');
       if (key === 'input' && !roleNode) {
         // A Responses item that is not a message (function_call, function_call_output, reasoning, ...).
-        this.units.push({
-          level: 'messages',
-          form: 'item',
-          span: this.span(message),
-          messageIndex: m,
-          partIndex: 0,
-        });
-        return;
+        this.add('item', message, m, 0, undefined, undefined);
+        continue;
       }
-      if (!roleNode) this.fail(path, message, 'missing "role"');
-      const role = parseSpan(this.bytes, roleNode.start, roleNode.end);
-      if (typeof role !== 'string') this.fail(`${path}.role`, roleNode, 'must be a string');
-      const header: Record<string, unknown> = {};
-      for (const [k, node] of message.members) {
-        if (k === 'role' || k === 'content' || k === 'tool_calls') continue;
-        header[k] = parseSpan(this.bytes, node.start, node.end);
+      if (!roleNode) this.fail(`$.${key}[${m}]`, message, 'missing "role"');
+      if (roleNode.type !== 'leaf' || roleNode.first !== 0x22) {
+        this.fail(`$.${key}[${m}].role`, roleNode, 'must be a string');
       }
-      const headerJson = JSON.stringify(header);
-      const before = this.units.length;
+      const role = decodeKey(this.bytes, roleNode.start, roleNode.end);
+      const header = this.header(message);
+      const content = message.members.get('content');
       let part = 0;
-      const push = (form: UnitForm, node: ScanNode) => {
-        const first = this.units.length === before;
-        const partIndex = part++;
-        this.units.push({
-          level: 'messages',
-          form,
-          span: this.span(node),
-          messageIndex: m,
-          partIndex,
-          role,
-          ...(first ? { messageHeader: headerJson } : {}),
-        });
-      };
       if (content && !isNull(content)) {
         if (content.type === 'array') {
-          content.items.forEach((block, i) => {
-            if (block.type !== 'leaf' || block.first !== 0x7b)
-              this.fail(`${path}.content[${i}]`, block, 'must be an object');
-            push('content', block);
-          });
-        } else if (content.type === 'leaf' && content.first === 0x22) push('content', content);
-        else this.fail(`${path}.content`, content, 'must be a string or an array of content blocks');
+          for (let i = 0; i < content.items.length; i++) {
+            const block = content.items[i] as ScanNode;
+            if (block.type !== 'object')
+              this.fail(`$.${key}[${m}].content[${i}]`, block, 'must be an object');
+            this.add('content', block, m, part, role, part === 0 ? header : undefined);
+            part++;
+          }
+        } else if (content.type === 'leaf' && content.first === 0x22) {
+          this.add('content', content, m, part++, role, header);
+        } else this.fail(`$.${key}[${m}].content`, content, 'must be a string or an array of content blocks');
       }
       const toolCalls = message.members.get('tool_calls');
       if (toolCalls && !isNull(toolCalls)) {
-        if (toolCalls.type !== 'array') this.fail(`${path}.tool_calls`, toolCalls, 'must be an array');
-        for (const call of toolCalls.items) push('tool_call', call);
+        if (toolCalls.type !== 'array') this.fail(`$.${key}[${m}].tool_calls`, toolCalls, 'must be an array');
+        for (let i = 0; i < toolCalls.items.length; i++) {
+          const call = toolCalls.items[i] as ScanNode;
+          if (call.type !== 'object') this.fail(`$.${key}[${m}].tool_calls[${i}]`, call, 'must be an object');
+          this.add('tool_call', call, m, part, role, part === 0 ? header : undefined);
+          part++;
+        }
       }
-      if (this.units.length === before) {
-        // A message with no content still shapes the prompt (its role and boundary): keep it as an empty unit.
-        this.units.push({
-          level: 'messages',
-          form: 'empty',
-          span: { start: message.start, end: message.end },
-          messageIndex: m,
-          partIndex: 0,
-          role,
-          messageHeader: headerJson,
-        });
-      }
+      // A message with no content still shapes the prompt (its role and boundary): keep it as an empty unit.
+      if (part === 0) this.add('empty', message, m, 0, role, header);
+    }
+  }
+
+  /** A message's fields other than role and content, canonical JSON (almost always none: `{}`). */
+  private header(message: ScanObject): string {
+    const others =
+      message.members.size -
+      (message.members.has('content') ? 2 : 1) -
+      (message.members.has('tool_calls') ? 1 : 0);
+    if (others <= 0) return '{}';
+    const header: Record<string, unknown> = {};
+    for (const [k, node] of message.members) {
+      if (k === 'role' || k === 'content' || k === 'tool_calls') continue;
+      header[k] = parseSpan(this.bytes, node.start, node.end);
+    }
+    return JSON.stringify(header);
+  }
+
+  private add(
+    form: UnitForm,
+    node: ScanNode,
+    messageIndex: number,
+    partIndex: number,
+    role: string | undefined,
+    messageHeader: string | undefined,
+  ): void {
+    this.units.push({
+      level: 'messages',
+      form,
+      span: { start: node.start, end: node.end },
+      node,
+      messageIndex,
+      partIndex,
+      role,
+      messageHeader,
     });
   }
 }
