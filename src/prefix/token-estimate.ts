@@ -19,9 +19,11 @@ export type TokenEstimator = (block: EstimatorInput) => number;
 /** Images are billed by their pixel size, which the body does not say without decoding: a fixed 1,600. */
 export const IMAGE_TOKENS = 1600;
 
-const BASE64_DATA = /"data":"[A-Za-z0-9+/=]{256,}"/g;
-const DATA_NEEDLE = Buffer.from('"data":"');
-const FLAT_KINDS = new Set([
+/**
+ * Kinds whose JSON holds no nested blocks. Inside JSON strings quotes are escaped, so a structural needle
+ * such as `"type":"image"` or `"data":"` can only occur in blocks that nest others: flat kinds skip the search.
+ */
+export const FLAT_KINDS: ReadonlySet<string> = new Set([
   'text',
   'input_text',
   'output_text',
@@ -29,7 +31,11 @@ const FLAT_KINDS = new Set([
   'tool_use',
   'tool_call',
   'thinking',
+  'redacted_thinking',
 ]);
+
+const BASE64_DATA = /"data":"[A-Za-z0-9+/=]{256,}"/g;
+const DATA_NEEDLE = Buffer.from('"data":"');
 
 /**
  * The default estimator. English text and JSON run at about four characters a token in current

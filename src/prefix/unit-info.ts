@@ -4,7 +4,7 @@
 import { hash } from 'node:crypto';
 import { decodeKey, parseSpan, type ScanNode, type ScanObject } from '../wire/json-scan.js';
 import type { RawUnit, WireFormat } from '../wire/request-body.js';
-import { defaultTokenEstimator, type TokenEstimator } from './token-estimate.js';
+import { defaultTokenEstimator, FLAT_KINDS, type TokenEstimator } from './token-estimate.js';
 
 /** A `cache_control` marker as sent (Anthropic), or an explicit OpenAI `prompt_cache_breakpoint`. */
 export interface CacheMarker {
@@ -40,17 +40,6 @@ const MARKER_KEYS = ['cache_control', 'prompt_cache_breakpoint'] as const;
 const IMAGE_NEEDLE = Buffer.from('"type":"image"');
 const CITATIONS_NEEDLE = Buffer.from('"citations":{"enabled":true');
 const COMMA = 0x2c;
-/** Kinds whose JSON holds no nested blocks: no image, base64 or citations can hide inside them. */
-const FLAT_KINDS = new Set([
-  'text',
-  'input_text',
-  'output_text',
-  'tool',
-  'tool_use',
-  'tool_call',
-  'thinking',
-  'redacted_thinking',
-]);
 
 type Info = Omit<UnitInfo, 'cacheControl'>;
 
