@@ -2,6 +2,40 @@
 // Exports only what works today; later capabilities add their own entry points (sim, proxy, fork, guard).
 
 export {
+  AnthropicCache,
+  type AnthropicCacheOptions,
+  type AnthropicCacheResult,
+  type AnthropicCacheUsage,
+  LOOKBACK_POSITIONS,
+} from './cache/anthropic-cache.js';
+export {
+  AnthropicDiagnostics,
+  type AnthropicMissReason,
+  CACHE_DIAGNOSIS_BETA,
+} from './cache/anthropic-diagnostics.js';
+export { type AnthropicModelFacts, anthropicModelFacts, UNKNOWN_MODEL } from './cache/anthropic-models.js';
+export {
+  anthropicBreakpoints,
+  type Breakpoint,
+  checkAnthropicRequest,
+  MID_CONVERSATION_TOOL_CHANGES_BETA,
+  type RuleViolation,
+  TTL_1H,
+  TTL_5M,
+} from './cache/anthropic-rules.js';
+export { type CacheEntry, EntryStore, type EntryStoreOptions } from './cache/entry-store.js';
+export {
+  breakpointPlan,
+  OpenAICache,
+  type OpenAICacheOptions,
+  type OpenAICacheResult,
+  type OpenAIDiagnostics,
+  OpenAIDiagnosticsStore,
+  type OpenAIModelFacts,
+  openaiModelFacts,
+} from './cache/openai-cache.js';
+export { type AdvanceableClock, type Clock, OffsetClock, VirtualClock } from './core/clock.js';
+export {
   CachewardError,
   JsonSyntaxError,
   StreamFormatError,

@@ -6,6 +6,7 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { CachewardError } from '../core/errors.js';
 import { registerDemo } from './commands/demo.js';
 import { registerDiff } from './commands/diff.js';
+import { registerSim } from './commands/sim.js';
 import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { type CliIO, processIO } from './io.js';
 
@@ -30,6 +31,7 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
     });
   registerDiff(program, io, setExit);
   registerDemo(program, io, setExit);
+  registerSim(program, io, setExit);
   for (const cmd of program.commands) cmd.exitOverride();
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -40,6 +40,8 @@ export interface PrefixBlock {
   /** Where the block is in the body, in bytes. */
   span: ByteSpan;
   cacheControl?: CacheMarker;
+  /** A text block with empty text (it cannot carry a cache marker). */
+  emptyText?: boolean;
 }
 
 /** The parameters folded in at the start of a level, and the blocks of that level `[start, end)`. */
@@ -284,6 +286,7 @@ export class PrefixBuilder {
           cumulativeTokens: tokens,
           span: unit.span,
           cacheControl: info.cacheControl,
+          emptyText: info.emptyText,
         });
       }
       levels[level] = { start, end: blocks.length, params: params[level], foldHash };

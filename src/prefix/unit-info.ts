@@ -25,6 +25,8 @@ export interface UnitInfo {
   citations: boolean;
   /** A tool definition with `defer_loading: true` (left out of the hashed tool list). */
   deferLoading: boolean;
+  /** A text block with empty text (it cannot carry a cache marker). */
+  emptyText: boolean;
   /** A server tool's versioned type, e.g. `web_search_20250305`. */
   serverTool?: string;
 }
@@ -40,6 +42,7 @@ const MARKER_KEYS = ['cache_control', 'prompt_cache_breakpoint'] as const;
 const IMAGE_NEEDLE = Buffer.from('"type":"image"');
 const CITATIONS_NEEDLE = Buffer.from('"citations":{"enabled":true');
 const COMMA = 0x2c;
+const EMPTY_TEXT = Buffer.from('{"type":"text","text":""}');
 
 type Info = Omit<UnitInfo, 'cacheControl'>;
 
@@ -146,6 +149,7 @@ export class UnitReader {
         (!flat && buf.indexOf(IMAGE_NEEDLE) >= 0),
       citations: !flat && buf.indexOf(CITATIONS_NEEDLE) >= 0,
       deferLoading: unit.form === 'tool' && block.defer_loading === true,
+      emptyText: buf.length === EMPTY_TEXT.length && buf.equals(EMPTY_TEXT),
       serverTool: undefined,
     };
     const name = nameOf(unit, block);
@@ -168,6 +172,7 @@ const EMPTY: UnitInfo = {
   hasImage: false,
   citations: false,
   deferLoading: false,
+  emptyText: false,
 };
 
 /** The few fields of a block that kind, name and flags need. */

@@ -1,4 +1,12 @@
-// The `cacheward/sim` entry point. It exports nothing yet: its capability is an open issue, and an
-// export must never pretend to work before it does.
+// The `cacheward/sim` entry point: the offline provider simulator and its reply scripts.
+// Exports only what works; the cache models it serves live in `cacheward` (src/cache/).
 
-export {};
+export { type Fault, type FaultName, type FaultRate, parseFaultRates, parseFaults } from './faults.js';
+export {
+  parseReplyScript,
+  type ReplyScript,
+  ReplyScriptError,
+  type ScriptedConversation,
+  type ScriptedTurn,
+} from './reply-script.js';
+export { createSimulator, type Simulator, type SimulatorOptions } from './simulator.js';

@@ -1,0 +1,171 @@
+// The Anthropic prompt-cache model: breakpoints, 20-block lookback, TTLs refreshed on read, minimums,
+// writes readable once the writing response begins, A/B/C usage. Pure: time and scope are passed in.
+
+import type { Prefix } from '../prefix/build-prefix.js';
+import { type AnthropicModelFacts, anthropicModelFacts } from './anthropic-models.js';
+import { anthropicBreakpoints, type Breakpoint, type RuleViolation, TTL_1H } from './anthropic-rules.js';
+import { type CacheEntry, EntryStore } from './entry-store.js';
+
+/** How many positions a breakpoint looks back, counting itself (prompt-caching.md). */
+export const LOOKBACK_POSITIONS = 20;
+
+/** The usage object the provider returns, cache fields included. */
+export interface AnthropicCacheUsage {
+  input_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
+}
+
+/** What one request read and wrote, and why. */
+export interface AnthropicCacheResult {
+  usage: AnthropicCacheUsage;
+  breakpoints: Breakpoint[];
+  /** The longest hit: the block it ended at, its tokens, and how far back from its breakpoint it was found. */
+  hit: { blockIndex: number; tokens: number; breakpointIndex: number; distance: number } | null;
+  /** Entries this request wrote; readable once {@link AnthropicCache.responseBegan} is called. */
+  writes: CacheEntry[];
+  /** Breakpoints not written because their prefix is below the model's minimum. */
+  belowMinimum: Breakpoint[];
+  minimumTokens: number;
+  /** Live entries a breakpoint's window would have found, but that were still being written (parallel). */
+  pendingMatches: number;
+  /**
+   * With `explain`: a live entry outside every breakpoint's lookback window (the docs' turn-3 case), which
+   * the request could not read. Null otherwise.
+   */
+  beyondLookback: { blockIndex: number; tokens: number } | null;
+}
+
+/** Options for an {@link AnthropicCache}. */
+export interface AnthropicCacheOptions {
+  store?: EntryStore;
+  /** Per model id: facts to override (minimum tokens, mid-conversation support). */
+  modelOverrides?: Readonly<Record<string, Partial<AnthropicModelFacts>>>;
+}
+
+/** The cache of one simulated (or analyzed) Anthropic organization. Scope = API key and model. */
+export class AnthropicCache {
+  readonly store: EntryStore;
+  private readonly overrides: AnthropicCacheOptions['modelOverrides'];
+
+  constructor(options: AnthropicCacheOptions = {}) {
+    this.store = options.store ?? new EntryStore();
+    this.overrides = options.modelOverrides;
+  }
+
+  facts(model: string | undefined): AnthropicModelFacts {
+    return anthropicModelFacts(model, this.overrides);
+  }
+
+  /**
+   * Looks the request up and records its writes, at `start` (the request's start). `scope` separates
+   * workspaces (a hash of the API key); the model is already part of every key. `writer` names the request.
+   */
+  evaluate(
+    prefix: Prefix,
+    scope: string,
+    start: number,
+    writer: string,
+    options: { explain?: boolean } = {},
+  ): AnthropicCacheResult | RuleViolation {
+    const breakpoints = anthropicBreakpoints(prefix);
+    if (!Array.isArray(breakpoints)) return breakpoints;
+    this.store.sweep(start);
+    const blocks = prefix.blocks;
+    const keyAt = (i: number) => `${scope}|${blocks[i]?.hash}`;
+    const minimum = this.facts(prefix.model).minCacheableTokens;
+
+    let hit: AnthropicCacheResult['hit'] = null;
+    let hitEntry: CacheEntry | undefined;
+    let pendingMatches = 0;
+    for (let k = breakpoints.length - 1; k >= 0; k--) {
+      const bp = breakpoints[k] as Breakpoint;
+      const lowest = Math.max(0, bp.blockIndex - LOOKBACK_POSITIONS + 1);
+      for (let i = bp.blockIndex; i >= lowest; i--) {
+        if (hit && i <= hit.blockIndex) break;
+        const entry = this.store.lookup(keyAt(i), start);
+        if (entry) {
+          hit = {
+            blockIndex: i,
+            tokens: blocks[i]?.cumulativeTokens ?? 0,
+            breakpointIndex: bp.blockIndex,
+            distance: bp.blockIndex - i,
+          };
+          hitEntry = entry;
+          break;
+        }
+        if (this.store.peek(keyAt(i), start)) pendingMatches++;
+      }
+    }
+    if (hitEntry) this.store.touch(hitEntry, start);
+
+    // An entry further back than every window: found only to explain a miss, never read.
+    let beyondLookback: AnthropicCacheResult['beyondLookback'] = null;
+    if (options.explain && breakpoints.length) {
+      const firstWindowStart = Math.max(
+        0,
+        (breakpoints[0] as Breakpoint).blockIndex - LOOKBACK_POSITIONS + 1,
+      );
+      const from = hit ? hit.blockIndex : -1;
+      for (let i = firstWindowStart - 1; i > from; i--) {
+        if (this.store.lookup(keyAt(i), start)) {
+          beyondLookback = { blockIndex: i, tokens: blocks[i]?.cumulativeTokens ?? 0 };
+          break;
+        }
+      }
+      // Gaps between windows count too (a later breakpoint far from the one before it).
+      if (!beyondLookback) {
+        for (let k = breakpoints.length - 1; k > 0 && !beyondLookback; k--) {
+          const hi = (breakpoints[k] as Breakpoint).blockIndex - LOOKBACK_POSITIONS;
+          const lo = (breakpoints[k - 1] as Breakpoint).blockIndex;
+          for (let i = hi; i > Math.max(lo, from); i--) {
+            if (this.store.lookup(keyAt(i), start)) {
+              beyondLookback = { blockIndex: i, tokens: blocks[i]?.cumulativeTokens ?? 0 };
+              break;
+            }
+          }
+        }
+      }
+    }
+
+    const a = hit?.tokens ?? 0;
+    const writes: CacheEntry[] = [];
+    const belowMinimum: Breakpoint[] = [];
+    let b = a;
+    let c = a;
+    for (const bp of breakpoints) {
+      if (hit && bp.blockIndex <= hit.blockIndex) continue;
+      const tokens = blocks[bp.blockIndex]?.cumulativeTokens ?? 0;
+      if (tokens < minimum) {
+        belowMinimum.push(bp);
+        continue;
+      }
+      writes.push(
+        this.store.write(keyAt(bp.blockIndex), tokens, bp.ttlMs, start, writer, Number.POSITIVE_INFINITY),
+      );
+      if (bp.ttlMs >= TTL_1H) b = Math.max(b, tokens);
+      c = Math.max(c, tokens);
+    }
+    return {
+      usage: {
+        input_tokens: prefix.totalTokens - c,
+        cache_creation_input_tokens: c - a,
+        cache_read_input_tokens: a,
+        cache_creation: { ephemeral_5m_input_tokens: c - b, ephemeral_1h_input_tokens: b - a },
+      },
+      breakpoints,
+      hit,
+      writes,
+      belowMinimum,
+      minimumTokens: minimum,
+      pendingMatches,
+      beyondLookback,
+    };
+  }
+
+  /** The writing response has sent its first byte: what it wrote becomes readable from `at`. */
+  responseBegan(result: AnthropicCacheResult, at: number): void {
+    this.store.markReadable(result.writes, at);
+  }
+}

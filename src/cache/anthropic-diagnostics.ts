@@ -1,0 +1,109 @@
+// Anthropic cache diagnostics (beta cache-diagnosis-2026-04-07): compares a request with the one a
+// previous message id names and reports the first structural divergence. Pure: times are passed in.
+
+import type { Prefix } from '../prefix/build-prefix.js';
+import { stableJson } from '../prefix/stable-json.js';
+
+export const CACHE_DIAGNOSIS_BETA = 'cache-diagnosis-2026-04-07';
+
+/** The `cache_miss_reason` of a response, or null when nothing diverged. */
+export type AnthropicMissReason =
+  | {
+      type: 'model_changed' | 'system_changed' | 'tools_changed' | 'messages_changed';
+      cache_missed_input_tokens: number;
+    }
+  | { type: 'previous_message_not_found' | 'unavailable' };
+
+/** What is kept of a request to compare the next one with: keys and sizes, no text. */
+interface Fingerprint {
+  model: string | undefined;
+  toolsEnd: string;
+  systemEnd: string;
+  params: string;
+  messageKeys: string[];
+  expiresAt: number;
+}
+
+function endOf(prefix: Prefix, level: 'tools' | 'system'): string {
+  const l = prefix.levels[level];
+  return l.end > l.start ? (prefix.blocks[l.end - 1]?.hash ?? l.foldHash) : l.foldHash;
+}
+
+function fingerprint(prefix: Prefix, expiresAt: number): Fingerprint {
+  const { images: _images, ...params } = prefix.levels.messages.params;
+  const m = prefix.levels.messages;
+  return {
+    model: prefix.model,
+    toolsEnd: endOf(prefix, 'tools'),
+    systemEnd: endOf(prefix, 'system'),
+    params: stableJson(params),
+    messageKeys: prefix.blocks.slice(m.start, m.end).map((b) => b.hash),
+    expiresAt,
+  };
+}
+
+/** Options for {@link AnthropicDiagnostics}. */
+export interface AnthropicDiagnosticsOptions {
+  /** How long a message's fingerprint is kept. Model choice: 1 hour. */
+  retentionMs?: number;
+  /** At most this many fingerprints (oldest go first). Default 100,000. */
+  maxRecords?: number;
+}
+
+/** Remembers requests by response id and answers `diagnostics` for the next turn. */
+export class AnthropicDiagnostics {
+  private readonly records = new Map<string, Fingerprint>();
+  private readonly retention: number;
+  private readonly max: number;
+
+  constructor(options: AnthropicDiagnosticsOptions = {}) {
+    this.retention = options.retentionMs ?? 60 * 60_000;
+    this.max = options.maxRecords ?? 100_000;
+  }
+
+  /** Keeps the request that produced response `id`. */
+  remember(id: string, prefix: Prefix, now: number): void {
+    this.records.set(id, fingerprint(prefix, now + this.retention));
+    if (this.records.size > this.max) {
+      const oldest = this.records.keys().next().value;
+      if (oldest !== undefined) this.records.delete(oldest);
+    }
+  }
+
+  clear(): void {
+    this.records.clear();
+  }
+
+  /**
+   * The response's `diagnostics` for a request that asked with `previous_message_id` (`null` on a first
+   * turn): null when nothing diverged, else `{ cache_miss_reason }`.
+   */
+  compare(
+    previousId: string | null,
+    prefix: Prefix,
+    now: number,
+  ): { cache_miss_reason: AnthropicMissReason } | null {
+    if (previousId === null) return null;
+    const prev = this.records.get(previousId);
+    if (!prev || prev.expiresAt <= now) return { cache_miss_reason: { type: 'previous_message_not_found' } };
+    const cur = fingerprint(prefix, 0);
+    const missedFrom = (blockIndex: number) =>
+      prefix.totalTokens - (prefix.blocks[blockIndex - 1]?.cumulativeTokens ?? 0);
+    const changed = (
+      type: 'model_changed' | 'system_changed' | 'tools_changed' | 'messages_changed',
+      at: number,
+    ) => ({
+      cache_miss_reason: { type, cache_missed_input_tokens: missedFrom(at) },
+    });
+    if (prev.model !== cur.model) return changed('model_changed', 0);
+    if (prev.toolsEnd !== cur.toolsEnd) return changed('tools_changed', prefix.levels.tools.start);
+    if (prev.systemEnd !== cur.systemEnd) return changed('system_changed', prefix.levels.system.start);
+    if (prev.params !== cur.params) return { cache_miss_reason: { type: 'unavailable' } };
+    const n = prev.messageKeys.length;
+    if (n === 0) return null;
+    if (cur.messageKeys.length >= n && cur.messageKeys[n - 1] === prev.messageKeys[n - 1]) return null;
+    let i = 0;
+    while (i < n && cur.messageKeys[i] === prev.messageKeys[i]) i++;
+    return changed('messages_changed', prefix.levels.messages.start + i);
+  }
+}

@@ -1,0 +1,149 @@
+// The cache's memory: entries by key with a lifetime, refreshed on read, swept when expired, capped in size.
+// Pure data structure: every method takes the time; it never reads a clock and never does I/O.
+
+/** One cached prefix. Times are ms since the epoch. */
+export interface CacheEntry {
+  key: string;
+  tokens: number;
+  ttlMs: number;
+  /** When it stops being readable unless read again. */
+  expiresAt: number;
+  /** When it becomes readable: the writing response's first byte (Infinity until then). */
+  readableAt: number;
+  writtenAt: number;
+  /** The request that wrote it (for readability once that response begins). */
+  writer: string;
+}
+
+/** Options for an {@link EntryStore}. */
+export interface EntryStoreOptions {
+  /** The most entries kept; past it the oldest-expiring go first. Default 2,000,000. */
+  maxEntries?: number;
+}
+
+const BUCKET_MS = 60_000;
+
+/**
+ * Entries with expiry buckets (one per minute): `sweep(now)` drops every bucket that has fully expired,
+ * checking each entry's own expiry (a read may have moved it to a later bucket). Memory is bounded by the
+ * live entries plus `maxEntries`.
+ */
+export class EntryStore {
+  private readonly entries = new Map<string, CacheEntry>();
+  private readonly buckets = new Map<number, Set<string>>();
+  private readonly max: number;
+  private swept = Number.NEGATIVE_INFINITY;
+  readonly stats = { writes: 0, reads: 0, evicted: 0, expired: 0 };
+
+  constructor(options: EntryStoreOptions = {}) {
+    this.max = options.maxEntries ?? 2_000_000;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** A live, readable entry at `key`, or undefined. */
+  lookup(key: string, now: number): CacheEntry | undefined {
+    const e = this.entries.get(key);
+    if (!e) return undefined;
+    if (e.expiresAt <= now) return undefined;
+    if (e.readableAt > now) return undefined;
+    return e;
+  }
+
+  /** An entry that exists and has not expired, readable or not (a write still in flight). */
+  peek(key: string, now: number): CacheEntry | undefined {
+    const e = this.entries.get(key);
+    return e && e.expiresAt > now ? e : undefined;
+  }
+
+  /** Refreshes an entry read by a request that started at `start`: it lives `ttl` from then, at least. */
+  touch(entry: CacheEntry, start: number): void {
+    this.stats.reads++;
+    const expiresAt = Math.max(entry.expiresAt, start + entry.ttlMs);
+    if (expiresAt !== entry.expiresAt) {
+      entry.expiresAt = expiresAt;
+      this.bucketFor(entry);
+    }
+  }
+
+  /** Writes (or replaces) an entry; it becomes readable when `markReadable` is called for its writer. */
+  write(
+    key: string,
+    tokens: number,
+    ttlMs: number,
+    start: number,
+    writer: string,
+    readableAt: number,
+  ): CacheEntry {
+    const prior = this.entries.get(key);
+    const entry: CacheEntry = {
+      key,
+      tokens,
+      ttlMs: prior && prior.expiresAt > start ? Math.max(prior.ttlMs, ttlMs) : ttlMs,
+      expiresAt: Math.max(start + ttlMs, prior && prior.expiresAt > start ? prior.expiresAt : 0),
+      readableAt: prior && prior.readableAt <= start ? prior.readableAt : readableAt,
+      writtenAt: start,
+      writer,
+    };
+    this.entries.set(key, entry);
+    this.bucketFor(entry);
+    this.stats.writes++;
+    if (this.entries.size > this.max) this.evictSoonest();
+    return entry;
+  }
+
+  /** The writer's response has begun: its entries become readable from `at`. */
+  markReadable(entries: readonly CacheEntry[], at: number): void {
+    for (const e of entries) if (e.readableAt > at && this.entries.get(e.key) === e) e.readableAt = at;
+  }
+
+  /** Drops every entry that expired before `now`. Cheap when called often: it only visits whole buckets. */
+  sweep(now: number): void {
+    const limit = Math.floor(now / BUCKET_MS);
+    if (limit <= this.swept) return;
+    for (const [bucket, keys] of this.buckets) {
+      if (bucket >= limit) continue;
+      for (const key of keys) {
+        const e = this.entries.get(key);
+        if (e && e.expiresAt <= now) {
+          this.entries.delete(key);
+          this.stats.expired++;
+        }
+      }
+      this.buckets.delete(bucket);
+    }
+    // An entry still alive in a swept bucket was refreshed, and so is listed in its later bucket too.
+    this.swept = limit - 1;
+  }
+
+  clear(): void {
+    this.entries.clear();
+    this.buckets.clear();
+    this.swept = Number.NEGATIVE_INFINITY;
+  }
+
+  private bucketFor(e: CacheEntry): void {
+    const b = Math.floor(e.expiresAt / BUCKET_MS);
+    let set = this.buckets.get(b);
+    if (!set) {
+      set = new Set();
+      this.buckets.set(b, set);
+    }
+    set.add(e.key);
+  }
+
+  private evictSoonest(): void {
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const b of this.buckets.keys()) if (b < soonest) soonest = b;
+    const keys = this.buckets.get(soonest);
+    if (!keys) return;
+    for (const key of keys) {
+      if (this.entries.size <= this.max) break;
+      if (this.entries.delete(key)) this.stats.evicted++;
+      keys.delete(key);
+    }
+    if (keys.size === 0) this.buckets.delete(soonest);
+  }
+}

@@ -1,0 +1,97 @@
+// The part of every simulated route that comes before the provider logic: size limit, API key, body,
+// faults that answer at once. Returns the request's facts, or the error Response to send instead.
+
+import { chooseFaults, type Fault, FaultSpecError } from './faults.js';
+import { errorResponse, overloadedStatus, type Provider } from './provider-errors.js';
+import type { SimContext } from './sim-context.js';
+
+/** A request that got past the preamble. */
+export interface Incoming {
+  provider: Provider;
+  requestId: string;
+  /** The request's start on the simulator's clock. */
+  start: number;
+  scope: string;
+  bytes: Buffer;
+  headers: Headers;
+  faults: Fault[];
+  signal: AbortSignal;
+}
+
+function apiKeyOf(provider: Provider, headers: Headers): string | undefined {
+  const bearer = headers.get('authorization')?.match(/^Bearer\s+(.+)$/i)?.[1];
+  return provider === 'anthropic' ? (headers.get('x-api-key') ?? bearer) : bearer;
+}
+
+export async function readIncoming(
+  ctx: SimContext,
+  request: Request,
+  provider: Provider,
+): Promise<Incoming | Response> {
+  ctx.counters.requests++;
+  const start = ctx.clock.now();
+  const requestId = ctx.id(provider === 'anthropic' ? 'req_' : 'req_');
+  const fail = (status: number, message: string, headers: Record<string, string> = {}) => {
+    ctx.counters.errors++;
+    return errorResponse(provider, status, message, requestId, headers);
+  };
+  const key = apiKeyOf(provider, request.headers);
+  if (ctx.options.requireApiKey && !key) {
+    return fail(
+      401,
+      provider === 'anthropic'
+        ? 'x-api-key header is required'
+        : "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+    );
+  }
+  const declared = Number(request.headers.get('content-length') ?? '0');
+  if (declared > ctx.options.maxBodyBytes) {
+    await request.body?.cancel().catch(() => {});
+    return fail(413, `Request exceeds the maximum allowed number of bytes (${ctx.options.maxBodyBytes}).`);
+  }
+  const bytes = Buffer.from(await request.arrayBuffer());
+  if (bytes.length > ctx.options.maxBodyBytes) {
+    return fail(413, `Request exceeds the maximum allowed number of bytes (${ctx.options.maxBodyBytes}).`);
+  }
+  let faults: Fault[];
+  try {
+    faults = chooseFaults(request.headers.get('x-sim-fault'), ctx.options.faults, () => ctx.random());
+  } catch (err) {
+    if (err instanceof FaultSpecError) return fail(400, `x-sim-fault: ${err.message}`);
+    throw err;
+  }
+  if (faults.length) ctx.counters.faults++;
+  for (const f of faults) {
+    if (f.name === 'rate-limit') {
+      return fail(429, 'Number of requests has exceeded your rate limit. Please try again later.', {
+        'retry-after': '1',
+      });
+    }
+    if (f.name === 'overloaded') return fail(overloadedStatus(provider), 'Overloaded');
+    if (f.name === 'server-error') return fail(500, 'Internal server error');
+  }
+  return {
+    provider,
+    requestId,
+    start,
+    scope: ctx.scope(key),
+    bytes,
+    headers: request.headers,
+    faults,
+    signal: request.signal,
+  };
+}
+
+/** The stall to apply before the first byte (a `stall` fault), in ms. */
+export function stallOf(faults: readonly Fault[]): number {
+  return faults.find((f) => f.name === 'stall')?.ms ?? 0;
+}
+
+/** The pause between streamed events (a `slow` fault), in ms. */
+export function pauseOf(faults: readonly Fault[]): number {
+  return faults.find((f) => f.name === 'slow')?.ms ?? 0;
+}
+
+export function hasFault(faults: readonly Fault[], name: Fault['name']): boolean {
+  return faults.some((f) => f.name === name);
+}

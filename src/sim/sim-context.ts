@@ -1,0 +1,133 @@
+// What every simulator route shares: the caches, the clock, ids, counters, faults and the reply script.
+// One object per simulator; routes never keep state of their own.
+
+import { hash } from 'node:crypto';
+import { AnthropicCache } from '../cache/anthropic-cache.js';
+import { AnthropicDiagnostics } from '../cache/anthropic-diagnostics.js';
+import type { AnthropicModelFacts } from '../cache/anthropic-models.js';
+import { EntryStore } from '../cache/entry-store.js';
+import { OpenAICache, OpenAIDiagnosticsStore } from '../cache/openai-cache.js';
+import type { AdvanceableClock } from '../core/clock.js';
+import { PrefixBuilder } from '../prefix/build-prefix.js';
+import type { FaultRate } from './faults.js';
+import type { ReplyScript } from './reply-script.js';
+
+/** Counters reported by `GET /_sim/stats`. */
+export interface SimCounters {
+  requests: number;
+  errors: number;
+  faults: number;
+  cacheReads: number;
+  cacheWrites: number;
+  tokensRead: number;
+  tokensWritten: number;
+}
+
+export interface SimContextOptions {
+  clock: AdvanceableClock;
+  requireApiKey: boolean;
+  script: ReplyScript | undefined;
+  faults: FaultRate[];
+  seed: number;
+  maxBodyBytes: number;
+  maxEntries: number | undefined;
+  anthropicModelOverrides: Readonly<Record<string, Partial<AnthropicModelFacts>>> | undefined;
+  openaiOverflowPerMinute: number | undefined;
+  streamChunkChars: number;
+}
+
+export class SimContext {
+  readonly anthropic: AnthropicCache;
+  readonly openai: OpenAICache;
+  readonly anthropicDiagnostics = new AnthropicDiagnostics();
+  readonly openaiDiagnostics = new OpenAIDiagnosticsStore();
+  readonly builder = new PrefixBuilder();
+  readonly counters: SimCounters = {
+    requests: 0,
+    errors: 0,
+    faults: 0,
+    cacheReads: 0,
+    cacheWrites: 0,
+    tokensRead: 0,
+    tokensWritten: 0,
+  };
+  /** Responses API: how many assistant turns a stored response id stands for (for previous_response_id). */
+  readonly responseTurns = new Map<string, number>();
+  private sequence = 0;
+  private rng: number;
+  private readonly instance: string;
+
+  constructor(readonly options: SimContextOptions) {
+    const max = options.maxEntries === undefined ? {} : { maxEntries: options.maxEntries };
+    this.anthropic = new AnthropicCache({
+      store: new EntryStore(max),
+      ...(options.anthropicModelOverrides ? { modelOverrides: options.anthropicModelOverrides } : {}),
+    });
+    this.openai = new OpenAICache({
+      store: new EntryStore(max),
+      ...(options.openaiOverflowPerMinute === undefined
+        ? {}
+        : { overflowPerMinute: options.openaiOverflowPerMinute }),
+    });
+    this.rng = options.seed >>> 0 || 1;
+    this.instance = hash('sha256', `${options.seed}`, 'hex').slice(0, 6);
+  }
+
+  get clock(): AdvanceableClock {
+    return this.options.clock;
+  }
+
+  /** A fresh id with the provider's prefix: `msg_`, `req_`, `chatcmpl-`, `resp_`, `toolu_`, `call_`. */
+  id(prefix: string): string {
+    this.sequence++;
+    return `${prefix}sim${this.instance}${this.sequence.toString(36).padStart(8, '0')}`;
+  }
+
+  /** The cache scope of an API key: a hash, so the key itself is never kept. */
+  scope(apiKey: string | undefined): string {
+    return hash('sha256', `cacheward-sim-scope\n${apiKey ?? ''}`, 'hex').slice(0, 24);
+  }
+
+  /** A deterministic random number in [0, 1) (xorshift32), for fault rates. */
+  random(): number {
+    let x = this.rng;
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    this.rng = x >>> 0;
+    return this.rng / 4294967296;
+  }
+
+  sleep(ms: number): Promise<void> {
+    return ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve();
+  }
+
+  reset(): void {
+    this.anthropic.store.clear();
+    this.openai.store.clear();
+    this.anthropicDiagnostics.clear();
+    this.openaiDiagnostics.clear();
+    this.responseTurns.clear();
+    for (const k of Object.keys(this.counters) as Array<keyof SimCounters>) this.counters[k] = 0;
+  }
+
+  stats() {
+    const a = this.anthropic.store;
+    const o = this.openai.store;
+    return {
+      now: this.clock.now(),
+      entries: a.size + o.size,
+      anthropic: { entries: a.size, ...a.stats },
+      openai: { entries: o.size, ...o.stats },
+      ...this.counters,
+    };
+  }
+}
+
+/** Splits text into stream deltas of about `size` characters (never splitting a surrogate pair). */
+export function chunkText(text: string, size: number): string[] {
+  const out: string[] = [];
+  const chars = Array.from(text);
+  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(''));
+  return out.length ? out : [''];
+}

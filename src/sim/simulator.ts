@@ -1,0 +1,155 @@
+// createSimulator: an offline Anthropic and OpenAI server that caches like the real ones, usable in-process
+// through `fetch` or over HTTP on 127.0.0.1. Binds loopback only unless told otherwise; keeps no API key.
+
+import type { Server } from 'node:http';
+import type { AnthropicModelFacts } from '../cache/anthropic-models.js';
+import { type AdvanceableClock, OffsetClock } from '../core/clock.js';
+import { anthropicRoute } from './anthropic-route.js';
+import { type FaultRate, parseFaultRates } from './faults.js';
+import { chatCompletionsRoute, responsesRoute } from './openai-route.js';
+import { errorResponse, type Provider } from './provider-errors.js';
+import type { ReplyScript } from './reply-script.js';
+import { SimContext } from './sim-context.js';
+import { serve } from './web-node-bridge.js';
+
+/** Options for {@link createSimulator}. Every one is optional. */
+export interface SimulatorOptions {
+  /** The clock; default real time that `POST /_sim/clock` can move forward. Share a VirtualClock across components. */
+  clock?: AdvanceableClock;
+  /** Answer 401 to requests without an API key (default true). */
+  requireApiKey?: boolean;
+  /** Scripted replies turn by turn, matched per conversation. */
+  script?: ReplyScript;
+  /** Faults at random rates: `429@0.1,reset-mid-stream@0.01` or parsed rates. */
+  faults?: string | FaultRate[];
+  /** Seed for fault draws and ids (default 1). */
+  seed?: number;
+  /** Largest accepted body (default 32 MB, as the Messages API); larger gets a 413. */
+  maxBodyBytes?: number;
+  /** Cap on cache entries per provider (default 2,000,000; expired entries are swept anyway). */
+  maxEntries?: number;
+  /** Per Anthropic model id: overrides for minimum tokens or mid-conversation support. */
+  anthropicModelOverrides?: Readonly<Record<string, Partial<AnthropicModelFacts>>>;
+  /** OpenAI overflow routing: misses above this many requests a minute per prefix (off by default). */
+  openaiOverflowPerMinute?: number;
+  /** Characters per streamed delta (default 24). */
+  streamChunkChars?: number;
+  /** Where unexpected errors are reported (default stderr). */
+  onError?: (err: unknown) => void;
+}
+
+/** A running simulator. */
+export interface Simulator {
+  /** A fetch that reaches the simulator in-process: `new Anthropic({ fetch: sim.fetch })`. */
+  fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+  /** The Request → Response handler behind both `fetch` and HTTP. */
+  handle: (request: Request) => Promise<Response>;
+  clock: AdvanceableClock;
+  /** Starts HTTP on 127.0.0.1 (port 0 = any free port); resolves to the base URL. */
+  listen(port?: number, host?: string): Promise<string>;
+  /** The base URL once listening. */
+  readonly url: string | undefined;
+  /** Empties every cache and counter. */
+  reset(): void;
+  stats(): ReturnType<SimContext['stats']>;
+  close(): Promise<void>;
+}
+
+const SIM_BASE = 'http://sim.cacheward.invalid';
+
+export function createSimulator(options: SimulatorOptions = {}): Simulator {
+  const faults =
+    typeof options.faults === 'string' ? parseFaultRates(options.faults) : (options.faults ?? []);
+  const ctx = new SimContext({
+    clock: options.clock ?? new OffsetClock(),
+    requireApiKey: options.requireApiKey ?? true,
+    script: options.script,
+    faults,
+    seed: options.seed ?? 1,
+    maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
+    maxEntries: options.maxEntries,
+    anthropicModelOverrides: options.anthropicModelOverrides,
+    openaiOverflowPerMinute: options.openaiOverflowPerMinute,
+    streamChunkChars: options.streamChunkChars ?? 24,
+  });
+  const onError =
+    options.onError ?? ((err: unknown) => process.stderr.write(`cacheward sim: ${String(err)}\n`));
+  let server: Server | undefined;
+  let url: string | undefined;
+
+  const handle = async (request: Request): Promise<Response> => {
+    const path = new URL(request.url).pathname.replace(/\/+$/, '');
+    const method = request.method.toUpperCase();
+    try {
+      if (method === 'POST' && path === '/v1/messages') return await anthropicRoute(ctx, request, false);
+      if (method === 'POST' && path === '/v1/messages/count_tokens')
+        return await anthropicRoute(ctx, request, true);
+      if (method === 'POST' && path === '/v1/chat/completions')
+        return await chatCompletionsRoute(ctx, request);
+      if (method === 'POST' && path === '/v1/responses') return await responsesRoute(ctx, request);
+      if (path.startsWith('/_sim/')) return await control(ctx, request, path, method);
+      const provider: Provider =
+        request.headers.has('x-api-key') || request.headers.has('anthropic-version') ? 'anthropic' : 'openai';
+      return errorResponse(provider, 404, `Not Found: ${method} ${path}`, ctx.id('req_'));
+    } catch (err) {
+      onError(err);
+      return errorResponse('anthropic', 500, 'Internal server error', ctx.id('req_'));
+    }
+  };
+
+  return {
+    fetch: (input, init) =>
+      handle(
+        new Request(typeof input === 'string' && input.startsWith('/') ? `${SIM_BASE}${input}` : input, init),
+      ),
+    handle,
+    clock: ctx.clock,
+    async listen(port = 0, host = '127.0.0.1') {
+      if (server) throw new Error('the simulator is already listening');
+      const started = await serve(handle, port, host, onError);
+      server = started.server;
+      url = started.url;
+      return url;
+    },
+    get url() {
+      return url;
+    },
+    reset: () => ctx.reset(),
+    stats: () => ctx.stats(),
+    async close() {
+      const s = server;
+      server = undefined;
+      if (!s) return;
+      s.closeAllConnections();
+      await new Promise<void>((resolve) => s.close(() => resolve()));
+    },
+  };
+}
+
+async function control(ctx: SimContext, request: Request, path: string, method: string): Promise<Response> {
+  const reply = (status: number, body: unknown) =>
+    new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+  if (path === '/_sim/stats' && method === 'GET') return reply(200, ctx.stats());
+  if (path === '/_sim/reset' && method === 'POST') {
+    ctx.reset();
+    return reply(200, { ok: true });
+  }
+  if (path === '/_sim/clock' && (method === 'POST' || method === 'GET')) {
+    if (method === 'POST') {
+      let body: unknown;
+      try {
+        body = await request.json();
+      } catch {
+        return reply(400, { error: 'send {"advance_ms": N}' });
+      }
+      const ms = (body as { advance_ms?: unknown } | null)?.advance_ms;
+      if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)
+        return reply(400, { error: 'advance_ms must be a non-negative number' });
+      ctx.clock.advance(ms);
+    }
+    return reply(200, { now: ctx.clock.now(), iso: new Date(ctx.clock.now()).toISOString() });
+  }
+  return reply(404, {
+    error: `unknown control route ${method} ${path}; use GET /_sim/stats, POST /_sim/reset, POST /_sim/clock`,
+  });
+}
