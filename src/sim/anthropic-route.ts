@@ -3,7 +3,7 @@
 
 import { CACHE_DIAGNOSIS_BETA } from '../cache/anthropic-diagnostics.js';
 import { checkAnthropicRequest, type RuleViolation } from '../cache/anthropic-rules.js';
-import { CachewardError } from '../core/errors.js';
+import { CachewardError, WireFormatError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { hasFault, type Incoming, pauseOf, readIncoming, stallOf } from './incoming.js';
 import { errorBody, errorResponse, requestIdHeader } from './provider-errors.js';
@@ -35,6 +35,7 @@ export async function anthropicRoute(
     });
     body = prefix.body.value();
   } catch (err) {
+    if (err instanceof WireFormatError) return fail(400, `${err.path.replace(/^\$\.?/, '') || 'body'}: ${err.detail}`);
     if (err instanceof CachewardError) return fail(400, err.message);
     throw err;
   }

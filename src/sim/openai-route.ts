@@ -2,7 +2,7 @@
 // diagnostics, scripted replies, JSON or SSE chunks/events the SDK parses. No real model runs.
 
 import type { OpenAICacheResult } from '../cache/openai-cache.js';
-import { CachewardError } from '../core/errors.js';
+import { CachewardError, WireFormatError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { hasFault, type Incoming, pauseOf, readIncoming, stallOf } from './incoming.js';
 import { errorBody, errorResponse, requestIdHeader } from './provider-errors.js';
@@ -38,6 +38,10 @@ async function prepare(ctx: SimContext, request: Request, kind: Kind): Promise<P
     });
     body = prefix.body.value();
   } catch (err) {
+    if (err instanceof WireFormatError) {
+      const param = err.path.replace(/^\$\.?/, '');
+      return fail(400, `Invalid request: ${param || 'body'}: ${err.detail}`, param || null);
+    }
     if (err instanceof CachewardError) {
       return fail(400, `We could not parse the JSON body of your request. (${err.message})`);
     }

@@ -327,7 +327,7 @@ class UnitReader {
   private messageArray(root: ScanObject, key: 'messages' | 'input', required: boolean): void {
     const messages = root.members.get(key);
     if (!messages) {
-      if (required) this.fail('$', root, `missing required field "${key}"`);
+      if (required) this.fail(`$.${key}`, root, 'Field required');
       return;
     }
     if (messages.type !== 'array') this.fail(`$.${key}`, messages, 'must be an array');
