@@ -35,7 +35,8 @@ export async function anthropicRoute(
     });
     body = prefix.body.value();
   } catch (err) {
-    if (err instanceof WireFormatError) return fail(400, `${err.path.replace(/^\$\.?/, '') || 'body'}: ${err.detail}`);
+    if (err instanceof WireFormatError)
+      return fail(400, `${err.path.replace(/^\$\.?/, '') || 'body'}: ${err.detail}`);
     if (err instanceof CachewardError) return fail(400, err.message);
     throw err;
   }

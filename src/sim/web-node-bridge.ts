@@ -49,13 +49,16 @@ async function send(response: Response, res: ServerResponse): Promise<void> {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      if (!res.write(value)) await new Promise<void>((resolve) => res.once('drain', resolve));
+      // Wait until each chunk has left the process: the client then holds everything sent before a reset.
+      await new Promise<void>((resolve) => res.write(value, () => resolve()));
       if (res.destroyed) return;
     }
     res.end();
   } catch {
     // The body failed mid-way (a simulated reset, or an upstream that dropped): reset the connection.
-    res.destroy();
+    const socket = res.socket;
+    if (socket && typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
+    else res.destroy();
   }
 }
 

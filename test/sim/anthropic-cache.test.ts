@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { EPHEMERAL, EPHEMERAL_1H, MODES, messagesBody, send, startSim, tokensAt, totalTokens } from './helpers.js';
+import {
+  EPHEMERAL,
+  EPHEMERAL_1H,
+  MODES,
+  messagesBody,
+  send,
+  startSim,
+  tokensAt,
+  totalTokens,
+} from './helpers.js';
 
 const h = await startSim();
 
@@ -12,7 +21,9 @@ describe.each(MODES)('Anthropic cache conformance (%s)', (_mode, stream) => {
     const total = totalTokens(body);
     for (let i = 0; i < 2; i++) {
       const u = await send(h.anthropic(), body, stream);
-      expect(u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0)).toBe(total);
+      expect(u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0)).toBe(
+        total,
+      );
     }
   });
 
@@ -21,7 +32,11 @@ describe.each(MODES)('Anthropic cache conformance (%s)', (_mode, stream) => {
     const body = messagesBody(5, 150, { 4: EPHEMERAL });
     const at = tokensAt(body, 4);
     const first = await send(h.anthropic(), body, stream);
-    expect(first).toMatchObject({ cache_creation_input_tokens: at, cache_read_input_tokens: 0, input_tokens: 0 });
+    expect(first).toMatchObject({
+      cache_creation_input_tokens: at,
+      cache_read_input_tokens: 0,
+      input_tokens: 0,
+    });
     const second = await send(h.anthropic(), body, stream);
     expect(second).toMatchObject({ cache_creation_input_tokens: 0, cache_read_input_tokens: at });
   });
@@ -75,14 +90,20 @@ describe.each(MODES)('Anthropic cache conformance (%s)', (_mode, stream) => {
       // The filler is 4 characters a token; the block's JSON adds a few: trim to land exactly.
       let t = tokens;
       while (tokensAt(messagesBody(1, t, { 0: EPHEMERAL }, model), 0) > tokens) t--;
-      return tokensAt(messagesBody(1, t, { 0: EPHEMERAL }, model), 0) === tokens ? messagesBody(1, t, { 0: EPHEMERAL }, model) : body;
+      return tokensAt(messagesBody(1, t, { 0: EPHEMERAL }, model), 0) === tokens
+        ? messagesBody(1, t, { 0: EPHEMERAL }, model)
+        : body;
     };
     const under = sized(minimum - 1);
     const over = sized(minimum);
     expect(tokensAt(under, 0)).toBe(minimum - 1);
     expect(tokensAt(over, 0)).toBe(minimum);
     const u = await send(h.anthropic(), under, stream);
-    expect(u).toMatchObject({ cache_creation_input_tokens: 0, cache_read_input_tokens: 0, input_tokens: minimum - 1 });
+    expect(u).toMatchObject({
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      input_tokens: minimum - 1,
+    });
     const o = await send(h.anthropic(), over, stream);
     expect(o).toMatchObject({ cache_creation_input_tokens: minimum, cache_read_input_tokens: 0 });
   });
@@ -120,7 +141,10 @@ describe.each(MODES)('Anthropic cache conformance (%s)', (_mode, stream) => {
     fresh();
     const body = messagesBody(3, 300, { 2: EPHEMERAL });
     const stall = { 'x-sim-fault': 'stall=150' };
-    const [a, b] = await Promise.all([send(h.anthropic(), body, stream, stall), send(h.anthropic(), body, stream, stall)]);
+    const [a, b] = await Promise.all([
+      send(h.anthropic(), body, stream, stall),
+      send(h.anthropic(), body, stream, stall),
+    ]);
     expect(a.cache_read_input_tokens).toBe(0);
     expect(b.cache_read_input_tokens).toBe(0);
     expect(a.cache_creation_input_tokens).toBe(tokensAt(body, 2));
@@ -133,7 +157,9 @@ describe.each(MODES)('Anthropic cache conformance (%s)', (_mode, stream) => {
     const body = messagesBody(3, 300, { 2: EPHEMERAL });
     await send(h.anthropic('key-one'), body, stream);
     expect((await send(h.anthropic('key-two'), body, stream)).cache_read_input_tokens).toBe(0);
-    expect((await send(h.anthropic('key-one'), body, stream)).cache_read_input_tokens).toBe(tokensAt(body, 2));
+    expect((await send(h.anthropic('key-one'), body, stream)).cache_read_input_tokens).toBe(
+      tokensAt(body, 2),
+    );
     const other = { ...body, model: 'claude-fable-5' };
     expect((await send(h.anthropic('key-one'), other, stream)).cache_read_input_tokens).toBe(0);
   });
@@ -179,7 +205,10 @@ describe.each(MODES)('Anthropic cache conformance (%s)', (_mode, stream) => {
       input_schema: { type: 'object' },
       ...(deferred ? { defer_loading: true } : {}),
     });
-    const body = { ...messagesBody(3, 300, { 2: EPHEMERAL }), tools: [tool('Read'), tool('placeholder', true)] };
+    const body = {
+      ...messagesBody(3, 300, { 2: EPHEMERAL }),
+      tools: [tool('Read'), tool('placeholder', true)],
+    };
     await send(h.anthropic(), body, stream);
     const later = { ...body, tools: [tool('Read'), tool('placeholder', true), tool('mcp__db__query', true)] };
     expect((await send(h.anthropic(), later, stream)).cache_read_input_tokens).toBe(tokensAt(body, 3));

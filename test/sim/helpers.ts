@@ -46,7 +46,12 @@ export function filler(tokens: number, seed = 0): string {
  * An Anthropic body with `n` single-block messages (user/assistant alternating, ending on user when n is
  * odd), each about `tokensEach` tokens, with markers on the given block indices.
  */
-export function messagesBody(n: number, tokensEach: number, marks: Record<number, Json> = {}, model = 'claude-opus-5'): Json {
+export function messagesBody(
+  n: number,
+  tokensEach: number,
+  marks: Record<number, Json> = {},
+  model = 'claude-opus-5',
+): Json {
   const messages: Json[] = [];
   for (let i = 0; i < n; i++) {
     const block: Json = { type: 'text', text: filler(tokensEach, i) };
@@ -58,8 +63,8 @@ export function messagesBody(n: number, tokensEach: number, marks: Record<number
 
 /** Estimated tokens of the prefix ending at block `index` (what the simulator will count). */
 export function tokensAt(body: Json, index: number, headers?: Record<string, string>): number {
-  return parsePrefix(JSON.stringify(body), { format: 'anthropic-messages', ...(headers ? { headers } : {}) }).blocks[index]
-    ?.cumulativeTokens as number;
+  return parsePrefix(JSON.stringify(body), { format: 'anthropic-messages', ...(headers ? { headers } : {}) })
+    .blocks[index]?.cumulativeTokens as number;
 }
 
 export function totalTokens(body: Json): number {
@@ -77,7 +82,12 @@ export type Usage = {
 };
 
 /** Sends a Messages request streaming or not and returns the final usage as the SDK parsed it. */
-export async function send(client: Anthropic, body: Json, stream: boolean, headers?: Record<string, string>): Promise<Usage> {
+export async function send(
+  client: Anthropic,
+  body: Json,
+  stream: boolean,
+  headers?: Record<string, string>,
+): Promise<Usage> {
   const opts = headers ? { headers } : undefined;
   if (stream) {
     const s = client.messages.stream(body as never, opts);
