@@ -34,6 +34,12 @@ export {
   type OpenAIModelFacts,
   openaiModelFacts,
 } from './cache/openai-cache.js';
+export {
+  type SimulatedResult,
+  type SimulateOptions,
+  simulateRequests,
+  type TimedRequest,
+} from './cache/simulate-requests.js';
 export { type AdvanceableClock, type Clock, OffsetClock, VirtualClock } from './core/clock.js';
 export {
   CachewardError,

@@ -68,7 +68,10 @@ export class EntryStore {
     }
   }
 
-  /** Writes (or replaces) an entry; it becomes readable when `markReadable` is called for its writer. */
+  /**
+   * Writes an entry. When a live entry is already there (another request writing the same prefix at the
+   * same time), it is kept and extended: whichever writer's response begins first makes it readable.
+   */
   write(
     key: string,
     tokens: number,
@@ -77,26 +80,33 @@ export class EntryStore {
     writer: string,
     readableAt: number,
   ): CacheEntry {
+    this.stats.writes++;
     const prior = this.entries.get(key);
+    if (prior && prior.expiresAt > start) {
+      prior.ttlMs = Math.max(prior.ttlMs, ttlMs);
+      prior.expiresAt = Math.max(prior.expiresAt, start + ttlMs);
+      prior.readableAt = Math.min(prior.readableAt, readableAt);
+      this.bucketFor(prior);
+      return prior;
+    }
     const entry: CacheEntry = {
       key,
       tokens,
-      ttlMs: prior && prior.expiresAt > start ? Math.max(prior.ttlMs, ttlMs) : ttlMs,
-      expiresAt: Math.max(start + ttlMs, prior && prior.expiresAt > start ? prior.expiresAt : 0),
-      readableAt: prior && prior.readableAt <= start ? prior.readableAt : readableAt,
+      ttlMs,
+      expiresAt: start + ttlMs,
+      readableAt,
       writtenAt: start,
       writer,
     };
     this.entries.set(key, entry);
     this.bucketFor(entry);
-    this.stats.writes++;
     if (this.entries.size > this.max) this.evictSoonest();
     return entry;
   }
 
   /** The writer's response has begun: its entries become readable from `at`. */
   markReadable(entries: readonly CacheEntry[], at: number): void {
-    for (const e of entries) if (e.readableAt > at && this.entries.get(e.key) === e) e.readableAt = at;
+    for (const e of entries) if (e.readableAt > at) e.readableAt = at;
   }
 
   /** Drops every entry that expired before `now`. Cheap when called often: it only visits whole buckets. */
@@ -134,16 +144,19 @@ export class EntryStore {
     set.add(e.key);
   }
 
+  /** Over the cap: drop the entries that expire soonest, down to 99% of the cap (amortized, not one by one). */
   private evictSoonest(): void {
-    let soonest = Number.POSITIVE_INFINITY;
-    for (const b of this.buckets.keys()) if (b < soonest) soonest = b;
-    const keys = this.buckets.get(soonest);
-    if (!keys) return;
-    for (const key of keys) {
-      if (this.entries.size <= this.max) break;
-      if (this.entries.delete(key)) this.stats.evicted++;
-      keys.delete(key);
+    const target = Math.floor(this.max * 0.99);
+    const order = [...this.buckets.keys()].sort((a, b) => a - b);
+    for (const bucket of order) {
+      const keys = this.buckets.get(bucket);
+      if (!keys) continue;
+      for (const key of keys) {
+        if (this.entries.size <= target) return;
+        if (this.entries.delete(key)) this.stats.evicted++;
+        keys.delete(key);
+      }
+      this.buckets.delete(bucket);
     }
-    if (keys.size === 0) this.buckets.delete(soonest);
   }
 }

@@ -175,6 +175,18 @@ describe('mid-conversation system messages and tool changes', () => {
     const undeclared = { ...conversation('claude-opus-5', addition('nope'), 1), tools: [tool('Read')] };
     expect((await rejected(undeclared, beta)).message).toMatch(/"nope" is not declared in tools/);
     await expect(h.anthropic().messages.create(body as never, { headers: beta })).resolves.toBeDefined();
+    const removal = {
+      ...conversation(
+        'claude-opus-5',
+        {
+          role: 'system',
+          content: [{ type: 'tool_removal', tool: { type: 'tool_reference', name: 'gone' } }],
+        },
+        1,
+      ),
+      tools: [tool('Read')],
+    };
+    expect((await rejected(removal, beta)).message).toMatch(/"gone" is not declared in tools/);
     const sonnet = { ...body, model: 'claude-sonnet-5' };
     expect((await rejected(sonnet, beta)).message).toMatch(/not supported on claude-sonnet-5/);
   });

@@ -249,3 +249,20 @@ describe('scripted OpenAI tool loops', () => {
     expect(fc).toMatchObject({ name: 'get_weather', arguments: '{"city":"Paris"}' });
   });
 });
+
+describe('OpenAI overflow routing (optional model)', () => {
+  it('sends requests past the per-minute limit for one prefix to a cold machine', async () => {
+    const s = await startSim({ openaiOverflowPerMinute: 3 });
+    const b = { model: 'gpt-5.4', messages: [{ role: 'user', content: filler(1500) }] };
+    const cached: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const u = (await s.openai().chat.completions.create(b as never)).usage as unknown as Json;
+      cached.push((u.prompt_tokens_details as Json).cached_tokens as number);
+    }
+    expect(cached.slice(0, 3).map((c) => c > 0)).toEqual([false, true, true]);
+    expect(cached.slice(3)).toEqual([0, 0]);
+    s.clock.advance(61_000);
+    const later = (await s.openai().chat.completions.create(b as never)).usage as unknown as Json;
+    expect((later.prompt_tokens_details as Json).cached_tokens).toBeGreaterThan(0);
+  });
+});
