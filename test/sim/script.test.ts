@@ -80,13 +80,11 @@ describe('scripted replies', () => {
       .catch((e) => e);
     expect(err).toBeInstanceOf(Anthropic.APIError);
     expect(err.status).toBe(529);
-    const plain = await h
-      .anthropic()
-      .messages.create({
-        model: 'claude-opus-5',
-        max_tokens: 10,
-        messages: [{ role: 'user', content: 'hello' }],
-      });
+    const plain = await h.anthropic().messages.create({
+      model: 'claude-opus-5',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'hello' }],
+    });
     expect(plain.content).toEqual([{ type: 'text', text: 'Simulated reply 1.' }]);
   });
 
