@@ -2,15 +2,16 @@
 // It never lets an exception escape as a stack trace: errors become one line and exit code 2.
 
 import { Command, CommanderError } from 'commander';
-import packageJson from '../../package.json' with { type: 'json' };
 import { CachewardError } from '../core/errors.js';
+import { VERSION } from '../core/version.js';
 import { registerDemo } from './commands/demo.js';
 import { registerDiff } from './commands/diff.js';
+import { registerProxy } from './commands/proxy.js';
 import { registerSim } from './commands/sim.js';
 import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { type CliIO, processIO } from './io.js';
 
-export const VERSION: string = packageJson.version;
+export { VERSION };
 
 /** Runs the CLI with `argv` (without node and script) and resolves to the exit code. */
 export async function runCli(argv: readonly string[], io: CliIO = processIO()): Promise<number> {
@@ -32,6 +33,7 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
   registerDiff(program, io, setExit);
   registerDemo(program, io, setExit);
   registerSim(program, io, setExit);
+  registerProxy(program, io, setExit);
   for (const cmd of program.commands) cmd.exitOverride();
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -1,4 +1,28 @@
-// The `cacheward/proxy` entry point. It exports nothing yet: its capability is an open issue, and an
-// export must never pretend to work before it does.
+// The `cacheward/proxy` entry point: the capturing proxy, its in-process `fetch` wrapper, and captures.
+// Exports only what works; fixes plug into the proxy through the registry.
 
-export {};
+export {
+  captureFiles,
+  type ReadCapturesOptions,
+  type ReadRecord,
+  readCaptures,
+} from '../capture/capture-reader.js';
+export type {
+  CapturedBlock,
+  CapturedPrefix,
+  CaptureMode,
+  CaptureRecord,
+  FixNote,
+} from '../capture/capture-record.js';
+export { type CaptureState, CaptureWriter, type CaptureWriterOptions } from '../capture/capture-writer.js';
+export { defaultCaptureDir } from '../capture/default-dir.js';
+export {
+  createProxy,
+  DEFAULT_ANTHROPIC_UPSTREAM,
+  DEFAULT_OPENAI_UPSTREAM,
+  type Proxy,
+  ProxyConfigError,
+  type ProxyHealth,
+  type ProxyOptions,
+} from './create-proxy.js';
+export { type CapturingFetch, type WrapFetchOptions, wrapFetch } from './wrap-fetch.js';

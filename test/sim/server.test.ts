@@ -9,7 +9,6 @@ import { EPHEMERAL, messagesBody, startSim } from './helpers.js';
 
 const h = await startSim();
 const body = messagesBody(3, 200, { 2: EPHEMERAL });
-// biome-ignore lint/suspicious/noExplicitAny: the tests read arbitrary response JSON
 type Json = Record<string, any>;
 const post = (path: string, init: RequestInit) => fetch(`${h.url}${path}`, { method: 'POST', ...init });
 const json = async (res: Response): Promise<Json> => (await res.json()) as Json;

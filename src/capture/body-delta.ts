@@ -1,0 +1,99 @@
+// Delta storage for full-mode captures: a request body as the bytes that changed from the previous body
+// of the same session (shared prefix and suffix dropped). Pure; reconstruction is byte-exact or it throws.
+
+import { isUtf8 as bufferIsUtf8 } from 'node:buffer';
+import { hash } from 'node:crypto';
+
+/** A stored body: whole (`base` absent) or the middle bytes between a shared prefix and suffix of `base`. */
+export interface StoredBody {
+  /** The record id of the previous body of the session, when this is a delta. */
+  base?: string;
+  /** Bytes shared with the base at the start and at the end. */
+  prefix?: number;
+  suffix?: number;
+  /** The stored bytes: UTF-8 text, or base64 when they are not valid UTF-8. */
+  text?: string;
+  b64?: string;
+  /** Length and sha256 of the whole body, checked on reconstruction. */
+  size: number;
+  sha256: string;
+}
+
+function commonPrefix(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  // Compare 64 KB windows natively, then finish byte by byte in the window that differs.
+  const W = 65536;
+  let i = 0;
+  while (i + W <= n && Buffer.compare(a.subarray(i, i + W), b.subarray(i, i + W)) === 0) i += W;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+function commonSuffix(a: Uint8Array, b: Uint8Array, max: number): number {
+  let i = 0;
+  while (i < max && a[a.length - 1 - i] === b[b.length - 1 - i]) i++;
+  return i;
+}
+
+/** Moves a cut back so it does not split a UTF-8 character (continuation bytes are 10xxxxxx). */
+function alignBack(b: Uint8Array, at: number): number {
+  let i = at;
+  while (i > 0 && i < b.length && ((b[i] as number) & 0xc0) === 0x80) i--;
+  return i;
+}
+
+function alignForward(b: Uint8Array, at: number): number {
+  let i = at;
+  while (i < b.length && ((b[i] as number) & 0xc0) === 0x80) i++;
+  return i;
+}
+
+function encode(bytes: Uint8Array): Pick<StoredBody, 'text' | 'b64'> {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return bufferIsUtf8(buf) ? { text: buf.toString('utf8') } : { b64: buf.toString('base64') };
+}
+
+/** Stores `body` as a delta from `previous` (with its record id) when that saves space, else whole. */
+export function storeBody(body: Uint8Array, previous?: { id: string; body: Uint8Array }): StoredBody {
+  const sha256 = hash('sha256', body, 'hex');
+  if (!previous) return { ...encode(body), size: body.length, sha256 };
+  const prev = previous.body;
+  let p = commonPrefix(prev, body);
+  let s = commonSuffix(prev, body, Math.min(prev.length, body.length) - p);
+  p = alignBack(body, p);
+  const middleEnd = alignForward(body, body.length - s);
+  s = body.length - middleEnd;
+  if (p + s < body.length / 4) return { ...encode(body), size: body.length, sha256 };
+  return {
+    base: previous.id,
+    prefix: p,
+    suffix: s,
+    ...encode(body.subarray(p, body.length - s)),
+    size: body.length,
+    sha256,
+  };
+}
+
+/** A stored body that cannot be rebuilt: its base is missing or the bytes do not match the checksum. */
+export class BodyReconstructionError extends Error {
+  readonly code = 'CW_CAPTURE_BODY';
+}
+
+/** Rebuilds a body; `lookup` returns an earlier rebuilt body by record id. Throws if it does not match. */
+export function rebuildBody(stored: StoredBody, lookup: (id: string) => Uint8Array | undefined): Buffer {
+  const middle =
+    stored.b64 !== undefined ? Buffer.from(stored.b64, 'base64') : Buffer.from(stored.text ?? '', 'utf8');
+  let body: Buffer;
+  if (stored.base === undefined) body = middle;
+  else {
+    const base = lookup(stored.base);
+    if (!base) throw new BodyReconstructionError(`the base body ${stored.base} is not in this capture`);
+    const prefix = base.subarray(0, stored.prefix ?? 0);
+    const suffix = base.subarray(base.length - (stored.suffix ?? 0));
+    body = Buffer.concat([prefix, middle, suffix]);
+  }
+  if (body.length !== stored.size || hash('sha256', body, 'hex') !== stored.sha256) {
+    throw new BodyReconstructionError('the rebuilt body does not match its recorded size and sha256');
+  }
+  return body;
+}

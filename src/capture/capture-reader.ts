@@ -1,0 +1,106 @@
+// Reads capture files as a stream, in order, rebuilding full-mode bodies byte-exactly. A torn or invalid
+// line is skipped with a warning naming its file and line; memory does not grow with the capture's size.
+
+import { createReadStream } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { BodyReconstructionError, rebuildBody } from './body-delta.js';
+import type { CaptureRecord } from './capture-record.js';
+import { CAPTURE_FILE } from './capture-writer.js';
+
+/** One record as read, with where it came from and, in full mode, its rebuilt bodies. */
+export interface ReadRecord {
+  record: CaptureRecord;
+  file: string;
+  line: number;
+  /** The bytes forwarded upstream (full mode). */
+  body?: Buffer;
+  /** The bytes the client sent, when a fix changed them (full mode). */
+  clientBody?: Buffer;
+}
+
+export interface ReadCapturesOptions {
+  /** Told about every skipped line: `file:line: why`. */
+  onWarning?: (message: string) => void;
+  /** Rebuild full-mode bodies (default true). */
+  bodies?: boolean;
+  /** Told how far each file has been read: bytes so far, and the file's size. */
+  onProgress?: (file: string, bytes: number, size: number) => void;
+}
+
+/** The capture files a path names: a file as it is, a folder's `capture-*.jsonl` oldest first. */
+export async function captureFiles(path: string): Promise<string[]> {
+  const s = await stat(path);
+  if (!s.isDirectory()) return [path];
+  return (await readdir(path))
+    .filter((n) => CAPTURE_FILE.test(n))
+    .sort()
+    .map((n) => join(path, n));
+}
+
+function isRecord(v: unknown): v is CaptureRecord {
+  return (
+    v !== null &&
+    typeof v === 'object' &&
+    (v as { v?: unknown }).v === 1 &&
+    typeof (v as { id?: unknown }).id === 'string'
+  );
+}
+
+/** Reads every record of the given files or folders, in order. */
+export async function* readCaptures(
+  paths: readonly string[],
+  options: ReadCapturesOptions = {},
+): AsyncGenerator<ReadRecord> {
+  const warn = options.onWarning ?? (() => {});
+  for (const path of paths) {
+    for (const file of await captureFiles(path)) {
+      const size = (await stat(file)).size;
+      // Delta bases live in the same file: keep only each session's latest body.
+      const bodies = new Map<string, Buffer>();
+      const latestOf = new Map<string, string>();
+      const input = createReadStream(file);
+      let bytes = 0;
+      const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+      let n = 0;
+      for await (const text of lines) {
+        n++;
+        bytes += Buffer.byteLength(text) + 1;
+        if (n % 1000 === 0) options.onProgress?.(file, bytes, size);
+        if (text.trim() === '') continue;
+        let value: unknown;
+        try {
+          value = JSON.parse(text);
+        } catch {
+          warn(`${file}:${n}: skipped a torn or invalid line (${text.length} characters, not JSON)`);
+          continue;
+        }
+        if (!isRecord(value)) {
+          warn(`${file}:${n}: skipped a line that is not a cacheward capture record`);
+          continue;
+        }
+        const out: ReadRecord = { record: value, file, line: n };
+        if (options.bodies !== false && value.body) {
+          try {
+            out.body = rebuildBody(value.body, (id) => bodies.get(id));
+            if (value.clientBody)
+              out.clientBody = rebuildBody(value.clientBody, (id) =>
+                id === value.id ? out.body : bodies.get(id),
+              );
+            const session = value.session.key;
+            const previous = latestOf.get(session);
+            if (previous) bodies.delete(previous);
+            bodies.set(value.id, out.body);
+            latestOf.set(session, value.id);
+          } catch (err) {
+            if (!(err instanceof BodyReconstructionError)) throw err;
+            warn(`${file}:${n}: the request body of ${value.id} cannot be rebuilt: ${err.message}`);
+          }
+        }
+        yield out;
+      }
+      options.onProgress?.(file, size, size);
+    }
+  }
+}

@@ -1,0 +1,159 @@
+// The capture record: one JSON line per exchange, and how a request's prefix is written into it.
+// In `hashes` mode it holds no prompt text: identities, sizes, token estimates and small parameters only.
+
+import { hash } from 'node:crypto';
+import type { Prefix } from '../prefix/build-prefix.js';
+import { stableJson } from '../prefix/stable-json.js';
+import type { NormalizedUsage } from '../wire/usage.js';
+import type { StoredBody } from './body-delta.js';
+
+export type CaptureMode = 'off' | 'hashes' | 'full';
+
+/** One block of a captured prefix. */
+export interface CapturedBlock {
+  level: 'tools' | 'system' | 'messages';
+  index: number;
+  kind: string;
+  name?: string;
+  message?: number;
+  part?: number;
+  role?: string;
+  /** Cumulative cache key and block identity. */
+  hash: string;
+  id: string;
+  /** Bytes in the body, and estimated tokens. */
+  size: number;
+  tokens: number;
+  /** The block's byte offset in the body. */
+  at: number;
+  cc?: { type: string; ttl?: string };
+  empty?: true;
+}
+
+export interface CapturedPrefix {
+  format: string;
+  totalTokens: number;
+  blocks: CapturedBlock[];
+  /** Parameters folded per level; object values longer than 200 characters are kept as a hash. */
+  params: Record<'tools' | 'system' | 'messages', Record<string, unknown>>;
+  folds: Record<'tools' | 'system' | 'messages', string>;
+  deferredTools: string[];
+  auto?: { type: string; ttl?: string };
+}
+
+/** A fix that ran on the request, with what it did (issue 6 fills these). */
+export interface FixNote {
+  fix: string;
+  changed: boolean;
+  notes: string[];
+  error?: string;
+}
+
+/** One exchange. Times are ms since the epoch on the proxy's clock. */
+export interface CaptureRecord {
+  v: 1;
+  id: string;
+  times: { start: number; firstByte?: number; end?: number };
+  session: { key: string; source: string };
+  provider: 'anthropic' | 'openai' | 'unknown';
+  route: string;
+  method: string;
+  model?: string;
+  status?: number;
+  /** How the exchange ended: `complete`, `error` (status >= 400), `upstream_error`, `client_aborted`, `upstream_reset`. */
+  outcome: string;
+  stream: boolean;
+  responseId?: string;
+  stopReason?: string;
+  usage?: { raw: Record<string, unknown>; normalized?: NormalizedUsage };
+  diagnostics?: unknown;
+  /** Non-secret headers that affect caching or identify the client. */
+  headers: Record<string, string>;
+  betas: string[];
+  requestBytes: number;
+  responseBytes?: number;
+  prefix?: CapturedPrefix;
+  /** Why the request body could not be read into a prefix (it was forwarded untouched anyway). */
+  parseError?: string;
+  fixes: FixNote[];
+  /** `full` mode: the exact bytes forwarded upstream. */
+  body?: StoredBody;
+  /** `full` mode, when a fix changed the body: the bytes the client sent. */
+  clientBody?: StoredBody;
+  error?: string;
+}
+
+function compactParam(v: unknown): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  const s = stableJson(v);
+  return s.length <= 200 ? v : { sha256: hash('sha256', s, 'hex') };
+}
+
+/** The prefix as the capture keeps it (no text in any mode: the full body carries the text). */
+export function capturePrefix(prefix: Prefix): CapturedPrefix {
+  const params = { tools: {}, system: {}, messages: {} } as CapturedPrefix['params'];
+  for (const level of ['tools', 'system', 'messages'] as const) {
+    for (const [k, v] of Object.entries(prefix.levels[level].params)) params[level][k] = compactParam(v);
+  }
+  const out: CapturedPrefix = {
+    format: prefix.format,
+    totalTokens: prefix.totalTokens,
+    blocks: prefix.blocks.map((b) => {
+      const c: CapturedBlock = {
+        level: b.level,
+        index: b.index,
+        kind: b.kind,
+        hash: b.hash,
+        id: b.contentHash,
+        size: b.span.end - b.span.start,
+        tokens: b.tokens,
+        at: b.span.start,
+      };
+      if (b.name !== undefined) c.name = b.name;
+      if (b.messageIndex !== undefined) c.message = b.messageIndex;
+      if (b.partIndex !== undefined) c.part = b.partIndex;
+      if (b.role !== undefined) c.role = b.role;
+      if (b.cacheControl)
+        c.cc = {
+          type: String(b.cacheControl.type),
+          ...(b.cacheControl.ttl ? { ttl: b.cacheControl.ttl } : {}),
+        };
+      if (b.emptyText) c.empty = true;
+      return c;
+    }),
+    params,
+    folds: {
+      tools: prefix.levels.tools.foldHash,
+      system: prefix.levels.system.foldHash,
+      messages: prefix.levels.messages.foldHash,
+    },
+    deferredTools: prefix.deferredTools,
+  };
+  if (prefix.autoCacheControl)
+    out.auto = {
+      type: String(prefix.autoCacheControl.type),
+      ...(prefix.autoCacheControl.ttl ? { ttl: prefix.autoCacheControl.ttl } : {}),
+    };
+  return out;
+}
+
+/** Headers that are safe and useful to keep. Credentials and cookies never are. */
+const KEPT_HEADERS = [
+  'anthropic-beta',
+  'anthropic-version',
+  'user-agent',
+  'x-claude-code-session-id',
+  'x-stainless-lang',
+  'x-stainless-package-version',
+  'openai-beta',
+  'x-cacheward-session',
+];
+
+export function keptHeaders(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of KEPT_HEADERS) {
+    const v = headers.get(name);
+    if (v !== null) out[name] = v;
+  }
+  return out;
+}

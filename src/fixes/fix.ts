@@ -1,0 +1,131 @@
+// What a fix is, the registry of fixes by name, and the fail-open pipeline the proxy and the replay gate
+// share: a fix that throws means the original bytes go out, untouched, and the failure is recorded.
+
+import type { FixNote } from '../capture/capture-record.js';
+import type { Prefix } from '../prefix/build-prefix.js';
+
+/** What a fix sees of the exchange besides the body. Time is a parameter, never read from a clock. */
+export interface FixContext {
+  provider: 'anthropic' | 'openai';
+  route: string;
+  now: number;
+  session: string;
+}
+
+/** A request as a fix receives it: the bytes, their prefix model, and the request headers that matter. */
+export interface FixRequest {
+  body: Buffer;
+  prefix: Prefix;
+  /** Lower-case header names; a fix may change `anthropic-beta`. */
+  headers: Readonly<Record<string, string>>;
+}
+
+/** What a fix returns: a new body (or none, when it changed nothing), header changes, and its notes. */
+export interface FixResult<S> {
+  body?: Buffer;
+  headers?: Record<string, string>;
+  state: S;
+  notes: string[];
+}
+
+/** A pure request rewrite: `(request, sessionState, context) → { request, state, notes }`. */
+export interface Fix<S = unknown> {
+  readonly name: string;
+  readonly description: string;
+  initialState(): S;
+  apply(request: FixRequest, state: S, context: FixContext): FixResult<S>;
+}
+
+/** The fixes cacheward knows, by name. */
+export class FixRegistry {
+  private readonly fixes = new Map<string, Fix>();
+
+  register(fix: Fix): this {
+    this.fixes.set(fix.name, fix as Fix);
+    return this;
+  }
+
+  get(name: string): Fix | undefined {
+    return this.fixes.get(name);
+  }
+
+  names(): string[] {
+    return [...this.fixes.keys()];
+  }
+
+  /** The fixes for a list of names; throws naming any unknown one and the known ones. */
+  resolve(names: readonly string[]): Fix[] {
+    return names.map((n) => {
+      const fix = this.fixes.get(n);
+      if (!fix) {
+        const known = this.names();
+        throw new UnknownFixError(
+          `unknown fix "${n}"; known fixes: ${known.length ? known.join(', ') : '(none yet)'}`,
+        );
+      }
+      return fix;
+    });
+  }
+}
+
+export class UnknownFixError extends Error {
+  readonly code = 'CW_UNKNOWN_FIX';
+}
+
+/** The outcome of running the pipeline on one request. */
+export interface PipelineResult {
+  body: Buffer;
+  headers: Record<string, string>;
+  changed: boolean;
+  notes: FixNote[];
+  states: Map<string, unknown>;
+}
+
+/**
+ * Runs `fixes` in order. Each gets the previous one's output, re-parsed by `reparse`. If any throws, the
+ * original body and headers go out and the failure is the one note that says so; states stay as they were.
+ */
+export function runFixes(
+  fixes: readonly Fix[],
+  request: FixRequest,
+  states: ReadonlyMap<string, unknown>,
+  context: FixContext,
+  reparse: (body: Buffer) => Prefix,
+): PipelineResult {
+  let current = request;
+  const headers: Record<string, string> = { ...request.headers };
+  const notes: FixNote[] = [];
+  const next = new Map(states);
+  let changed = false;
+  for (const fix of fixes) {
+    try {
+      const state = next.has(fix.name) ? next.get(fix.name) : fix.initialState();
+      const out = fix.apply(current, state, context);
+      next.set(fix.name, out.state);
+      const bodyChanged = out.body !== undefined && !out.body.equals(current.body);
+      const headerChanged =
+        out.headers !== undefined && Object.entries(out.headers).some(([k, v]) => headers[k] !== v);
+      if (out.headers) Object.assign(headers, out.headers);
+      if (bodyChanged && out.body) current = { body: out.body, prefix: reparse(out.body), headers };
+      else if (headerChanged) current = { ...current, headers };
+      notes.push({ fix: fix.name, changed: bodyChanged || headerChanged, notes: out.notes });
+      changed ||= bodyChanged || headerChanged;
+    } catch (err) {
+      return {
+        body: request.body,
+        headers: { ...request.headers },
+        changed: false,
+        notes: [
+          {
+            fix: fix.name,
+            changed: false,
+            notes: ['failed: the original request was forwarded untouched'],
+            error: String(err),
+          },
+        ],
+        states: new Map(states),
+      };
+    }
+  }
+  return { body: current.body, headers, changed, notes, states: next };
+}

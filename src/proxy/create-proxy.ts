@@ -1,0 +1,467 @@
+// createProxy: forwards Anthropic and OpenAI traffic byte-exactly, streams responses back with backpressure,
+// and records each exchange beside the stream. It never retries, never stores credentials, never blocks on capture.
+
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Transform } from 'node:stream';
+import { Agent } from 'undici';
+import type { CaptureMode } from '../capture/capture-record.js';
+import { type CaptureState, CaptureWriter } from '../capture/capture-writer.js';
+import { defaultCaptureDir } from '../capture/default-dir.js';
+import type { Clock } from '../core/clock.js';
+import { CachewardError } from '../core/errors.js';
+import { VERSION } from '../core/version.js';
+import { type Fix, type FixRegistry, runFixes } from '../fixes/fix.js';
+import { fixRegistry } from '../fixes/registry.js';
+import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+import { errorBody } from '../sim/provider-errors.js';
+import { formatFromRoute } from '../wire/request-body.js';
+import { ExchangeRecorder } from './exchange-recorder.js';
+import { ProxyMetrics } from './proxy-metrics.js';
+import { ResponseTap } from './response-tap.js';
+import { LineageIndex } from './session-key.js';
+
+export const DEFAULT_ANTHROPIC_UPSTREAM = 'https://api.anthropic.com';
+export const DEFAULT_OPENAI_UPSTREAM = 'https://api.openai.com';
+
+/** Options for {@link createProxy}. */
+export interface ProxyOptions {
+  /** One upstream for every route (e.g. the simulator). */
+  upstream?: string;
+  anthropicUpstream?: string;
+  openaiUpstream?: string;
+  /** `off`, `hashes` (default: no prompt text kept) or `full` (exact bytes, stored as deltas). */
+  capture?: CaptureMode;
+  /** Capture folder; default `$XDG_STATE_HOME/cacheward` or `~/.local/state/cacheward`. */
+  dir?: string;
+  /** Bound on the capture folder's size in MB; the oldest files go first. */
+  maxMb?: number;
+  /** Fixes by name (see `cacheward proxy --help`), or fix objects. */
+  fixes?: ReadonlyArray<string | Fix>;
+  registry?: FixRegistry;
+  /** The clock every timestamp comes from. Default: the system clock. */
+  clock?: Clock;
+  /** Port (0 = any free one) and address; binding anywhere but loopback requires `token`. */
+  port?: number;
+  host?: string;
+  /** Required in the `x-cacheward-token` header of every request when set. */
+  token?: string;
+  /** Where the proxy says what happened (capture degraded, fix failures). Default stderr. */
+  log?: (line: string) => void;
+}
+
+/** A running proxy. */
+export interface Proxy {
+  url: string;
+  health(): ProxyHealth;
+  metrics(): string;
+  /** Waits until every capture record so far is on disk. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ProxyHealth {
+  status: 'ok' | 'degraded';
+  version: string;
+  upstreams: { anthropic: string; openai: string };
+  capture: CaptureState;
+  fixes: string[];
+}
+
+/** A configuration that cannot be served (for example a public address without a token). */
+export class ProxyConfigError extends CachewardError {
+  constructor(message: string) {
+    super('CW_PROXY_CONFIG', message);
+  }
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+]);
+const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
+
+type Provider = 'anthropic' | 'openai';
+
+function providerOf(path: string, headers: IncomingMessage['headers']): Provider {
+  if (path.startsWith('/v1/messages')) return 'anthropic';
+  if (path.startsWith('/v1/chat') || path.startsWith('/v1/responses')) return 'openai';
+  return headers['x-api-key'] || headers['anthropic-version'] ? 'anthropic' : 'openai';
+}
+
+function forwardHeaders(
+  raw: IncomingMessage['headers'],
+  override?: Record<string, string>,
+): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(raw)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || name.startsWith('x-cacheward-')) continue;
+    out[name] = value;
+  }
+  if (override) Object.assign(out, override);
+  return out;
+}
+
+function webHeaders(raw: IncomingMessage['headers']): Headers {
+  const h = new Headers();
+  for (const [name, value] of Object.entries(raw)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) h.append(name, v);
+  }
+  return h;
+}
+
+async function readAll(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** Starts the proxy. Resolves once it listens; `url` is its base URL. */
+export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
+  const host = options.host ?? '127.0.0.1';
+  if (!LOOPBACK.has(host) && !options.token) {
+    throw new ProxyConfigError(
+      `binding to ${host} exposes your credentials to that network: pass --token (and send it as x-cacheward-token), or bind 127.0.0.1`,
+    );
+  }
+  const log = options.log ?? ((line: string) => process.stderr.write(`cacheward proxy: ${line}\n`));
+  const clock = options.clock ?? SYSTEM_CLOCK;
+  const upstreams = {
+    anthropic: (options.anthropicUpstream ?? options.upstream ?? DEFAULT_ANTHROPIC_UPSTREAM).replace(
+      /\/+$/,
+      '',
+    ),
+    openai: (options.openaiUpstream ?? options.upstream ?? DEFAULT_OPENAI_UPSTREAM).replace(/\/+$/, ''),
+  };
+  for (const u of Object.values(upstreams)) {
+    try {
+      new URL(u);
+    } catch {
+      throw new ProxyConfigError(
+        `upstream ${u} is not a URL (e.g. https://api.anthropic.com or http://127.0.0.1:8080)`,
+      );
+    }
+  }
+  const registry = options.registry ?? fixRegistry();
+  const fixes = (options.fixes ?? []).map((f) =>
+    typeof f === 'string' ? (registry.resolve([f])[0] as Fix) : f,
+  );
+  const captureMode = options.capture ?? 'hashes';
+  const writer = new CaptureWriter({
+    dir: options.dir ?? defaultCaptureDir(),
+    mode: captureMode,
+    clock,
+    log,
+    ...(options.maxMb !== undefined ? { maxBytes: options.maxMb * 1024 * 1024 } : {}),
+  });
+  const metrics = new ProxyMetrics();
+  const builder = new PrefixBuilder();
+  const recorder = new ExchangeRecorder({ writer, metrics, builder, lineage: new LineageIndex() });
+  const fixStates = new Map<string, Map<string, unknown>>();
+  const agent = new Agent({ keepAliveTimeout: 60_000, connections: 256, headersTimeout: 0, bodyTimeout: 0 });
+  const token = options.token ? Buffer.from(options.token) : undefined;
+  const version = VERSION;
+
+  const health = (): ProxyHealth => {
+    const capture = writer.state();
+    return {
+      status: capture.state === 'degraded' ? 'degraded' : 'ok',
+      version,
+      upstreams,
+      capture,
+      fixes: fixes.map((f) => f.name),
+    };
+  };
+
+  const authorized = (req: IncomingMessage): boolean => {
+    if (!token) return true;
+    const given = req.headers['x-cacheward-token'];
+    const g = Buffer.from(typeof given === 'string' ? given : '');
+    return g.length === token.length && timingSafeEqual(g, token);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const rawUrl = req.url ?? '/';
+    const path = rawUrl.split('?')[0] ?? '/';
+    const method = (req.method ?? 'GET').toUpperCase();
+    const provider = providerOf(path, req.headers);
+    const id = `cw_${clock.now().toString(36)}${randomBytes(5).toString('hex')}`;
+    if (!authorized(req)) {
+      req.resume();
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify(errorBody(provider, 401, 'cacheward proxy: missing or wrong x-cacheward-token', id)),
+      );
+      return;
+    }
+    if (path === '/_cacheward/health' && method === 'GET') {
+      const h = health();
+      res.writeHead(h.status === 'ok' ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(h));
+      return;
+    }
+    if (path === '/_cacheward/metrics' && method === 'GET') {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+      res.end(metrics.render());
+      return;
+    }
+    const format = method === 'POST' ? formatFromRoute(path) : undefined;
+    const base = new URL(upstreams[provider]);
+    const upstreamPath = `${base.pathname.replace(/\/+$/, '')}${rawUrl}`;
+    const start = clock.now();
+    const requestHeaders = webHeaders(req.headers);
+    const abort = new AbortController();
+    let clientGone = false;
+    res.on('close', () => {
+      if (!res.writableFinished) {
+        clientGone = true;
+        abort.abort();
+      }
+    });
+
+    // The request body: streamed as it arrives (tapped for capture), or read whole when a fix needs it.
+    const received: Buffer[] = [];
+    let forwardedBody: Buffer | undefined;
+    let clientBody: Buffer | undefined;
+    let fixNotes: ReturnType<typeof runFixes>['notes'] = [];
+    let prefix: Prefix | undefined;
+    let headerOverride: Record<string, string> | undefined;
+    let body: Transform | Buffer | undefined;
+    if (fixes.length && format) {
+      const original = await readAll(req);
+      forwardedBody = original;
+      try {
+        prefix = builder.parse(original, {
+          format,
+          headers: { 'anthropic-beta': requestHeaders.get('anthropic-beta') ?? undefined },
+        });
+        const session = requestHeaders.get('x-cacheward-session') ?? 'default';
+        const states = fixStates.get(session) ?? new Map();
+        const headersIn: Record<string, string> = {};
+        requestHeaders.forEach((v, k) => {
+          if (k === 'anthropic-beta') headersIn[k] = v;
+        });
+        const out = runFixes(
+          fixes,
+          { body: original, prefix, headers: headersIn },
+          states,
+          { provider, route: path, now: start, session },
+          (b) => builder.parse(b, { format }),
+        );
+        fixStates.set(session, out.states);
+        fixNotes = out.notes;
+        for (const n of out.notes)
+          if (n.error) log(`fix ${n.fix} failed; the original request went out: ${n.error}`);
+        if (out.changed) {
+          clientBody = original;
+          forwardedBody = out.body;
+          prefix = undefined;
+          headerOverride = { ...out.headers, 'content-length': String(out.body.length) };
+        }
+      } catch (err) {
+        // The body is not a request the fixes can read: it goes out exactly as received.
+        prefix = undefined;
+        fixNotes = [
+          {
+            fix: 'pipeline',
+            changed: false,
+            notes: ['skipped: the body could not be parsed'],
+            error: String(err),
+          },
+        ];
+      }
+      body = forwardedBody;
+    } else if (method !== 'GET' && method !== 'HEAD') {
+      body = req.pipe(
+        new Transform({
+          transform(chunk: Buffer, _enc, done) {
+            received.push(chunk);
+            done(null, chunk);
+          },
+        }),
+      );
+    }
+
+    const finish = (facts: {
+      status?: number;
+      firstByte?: number;
+      outcome: string;
+      error?: string;
+      response?: Awaited<ReturnType<ResponseTap['finish']>>;
+    }) => {
+      const forwarded = forwardedBody ?? Buffer.concat(received);
+      setImmediate(() => {
+        try {
+          if (!format && !forwarded.length) return;
+          recorder.record({
+            id,
+            provider: format ? provider : 'unknown',
+            route: path,
+            method,
+            requestHeaders,
+            forwarded,
+            ...(clientBody ? { client: clientBody } : {}),
+            ...(prefix ? { prefix } : {}),
+            fixes: fixNotes,
+            start,
+            end: clock.now(),
+            ...facts,
+          });
+        } catch (err) {
+          log(`capture of ${id} failed (traffic was not affected): ${String(err)}`);
+        }
+      });
+    };
+
+    let upstream: Awaited<ReturnType<Agent['request']>>;
+    try {
+      upstream = await agent.request({
+        origin: base.origin,
+        path: upstreamPath,
+        method: method as 'POST',
+        headers: forwardHeaders(req.headers, headerOverride),
+        body: body ?? null,
+        signal: abort.signal,
+      });
+    } catch (err) {
+      if (clientGone) {
+        finish({ outcome: 'client_aborted' });
+        return;
+      }
+      metrics.upstreamError(provider);
+      const message = `cacheward proxy: could not reach the upstream ${base.origin}: ${(err as Error).message}. The request was not answered upstream; check --upstream.`;
+      if (!res.headersSent) {
+        res.writeHead(502, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(errorBody(provider, 500, message, id)));
+      } else res.destroy();
+      finish({ outcome: 'upstream_error', error: message });
+      return;
+    }
+    const firstByte = clock.now();
+    const responseHeaders: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(upstream.headers)) {
+      if (value === undefined || HOP_BY_HOP.has(name)) continue;
+      responseHeaders[name] = value as string | string[];
+    }
+    res.writeHead(upstream.statusCode, responseHeaders);
+    const header = (n: string) => {
+      const v = upstream.headers[n];
+      return Array.isArray(v) ? (v[0] ?? null) : (v ?? null);
+    };
+    const tap = format
+      ? new ResponseTap(format, header('content-type'), header('content-encoding'))
+      : undefined;
+    try {
+      for await (const chunk of upstream.body) {
+        const buf = chunk as Buffer;
+        tap?.push(buf);
+        if (!res.write(buf)) await drained(res);
+        if (clientGone) break;
+      }
+      if (clientGone) {
+        upstream.body.destroy();
+        finish({
+          status: upstream.statusCode,
+          firstByte,
+          outcome: 'client_aborted',
+          ...(tap ? { response: await tap.finish() } : {}),
+        });
+        return;
+      }
+      res.end();
+      finish({
+        status: upstream.statusCode,
+        firstByte,
+        outcome: upstream.statusCode >= 400 ? 'error' : 'complete',
+        ...(tap ? { response: await tap.finish() } : {}),
+      });
+    } catch (err) {
+      if (clientGone) {
+        finish({
+          status: upstream.statusCode,
+          firstByte,
+          outcome: 'client_aborted',
+          ...(tap ? { response: await tap.finish() } : {}),
+        });
+        return;
+      }
+      // The upstream dropped mid-body: the client sees the same, a connection that ends without a clean close.
+      metrics.upstreamError(provider);
+      const socket = res.socket;
+      if (socket && typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
+      else res.destroy();
+      finish({
+        status: upstream.statusCode,
+        firstByte,
+        outcome: 'upstream_reset',
+        error: `upstream connection dropped mid-response: ${(err as Error).message}`,
+        ...(tap ? { response: await tap.finish() } : {}),
+      });
+    }
+  };
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      log(`unexpected error (the client got a 500): ${String(err)}`);
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            type: 'error',
+            error: { type: 'api_error', message: 'cacheward proxy: internal error' },
+          }),
+        );
+      } else res.destroy();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.requestTimeout = 0;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
+  return {
+    url,
+    health,
+    metrics: () => metrics.render(),
+    flush: async () => {
+      await new Promise((r) => setImmediate(r));
+      await writer.flush();
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise((r) => setImmediate(r));
+      await writer.close();
+      await agent.close();
+    },
+  };
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}

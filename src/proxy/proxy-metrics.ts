@@ -1,0 +1,97 @@
+// Counters for GET /_cacheward/metrics in the Prometheus text format: requests, tokens read / written /
+// uncached, token-weighted hit ratio and upstream errors, per provider and model. Memory only.
+
+import type { NormalizedUsage } from '../wire/usage.js';
+
+interface Series {
+  requests: Map<string, number>;
+  read: number;
+  written: number;
+  uncached: number;
+  notReported: number;
+}
+
+export class ProxyMetrics {
+  private readonly series = new Map<string, Series>();
+  private readonly upstreamErrors = new Map<string, number>();
+
+  private get(provider: string, model: string): Series {
+    const key = `${provider}\u0000${model}`;
+    let s = this.series.get(key);
+    if (!s) {
+      s = { requests: new Map(), read: 0, written: 0, uncached: 0, notReported: 0 };
+      this.series.set(key, s);
+    }
+    return s;
+  }
+
+  record(
+    provider: string,
+    model: string,
+    status: number | undefined,
+    usage: NormalizedUsage | undefined,
+  ): void {
+    const s = this.get(provider, model);
+    const code = status === undefined ? 'none' : String(status);
+    s.requests.set(code, (s.requests.get(code) ?? 0) + 1);
+    if (!usage) return;
+    if (!usage.cacheReported) {
+      s.notReported++;
+      s.uncached += usage.inputTotal;
+      return;
+    }
+    s.read += usage.cacheRead;
+    s.written += usage.cacheWrite;
+    s.uncached += usage.uncached;
+  }
+
+  upstreamError(provider: string): void {
+    this.upstreamErrors.set(provider, (this.upstreamErrors.get(provider) ?? 0) + 1);
+  }
+
+  /** The Prometheus exposition text. */
+  render(): string {
+    const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+    const lines: string[] = [
+      '# HELP cacheward_requests_total Requests forwarded, by provider, model and upstream status.',
+      '# TYPE cacheward_requests_total counter',
+    ];
+    const labels = (provider: string, model: string) => `provider="${esc(provider)}",model="${esc(model)}"`;
+    const rows = [...this.series.entries()].map(([k, s]) => {
+      const [provider = '', model = ''] = k.split('\u0000');
+      return { provider, model, s };
+    });
+    for (const { provider, model, s } of rows) {
+      for (const [status, n] of s.requests)
+        lines.push(`cacheward_requests_total{${labels(provider, model)},status="${status}"} ${n}`);
+    }
+    lines.push(
+      '# HELP cacheward_tokens_total Input tokens by kind: read from cache, written to cache, uncached.',
+    );
+    lines.push('# TYPE cacheward_tokens_total counter');
+    for (const { provider, model, s } of rows) {
+      lines.push(`cacheward_tokens_total{${labels(provider, model)},kind="read"} ${s.read}`);
+      lines.push(`cacheward_tokens_total{${labels(provider, model)},kind="written"} ${s.written}`);
+      lines.push(`cacheward_tokens_total{${labels(provider, model)},kind="uncached"} ${s.uncached}`);
+    }
+    lines.push(
+      '# HELP cacheward_cache_hit_ratio Tokens read from cache over all input tokens (token-weighted).',
+    );
+    lines.push('# TYPE cacheward_cache_hit_ratio gauge');
+    for (const { provider, model, s } of rows) {
+      const total = s.read + s.written + s.uncached;
+      lines.push(
+        `cacheward_cache_hit_ratio{${labels(provider, model)}} ${total ? (s.read / total).toFixed(6) : 0}`,
+      );
+    }
+    lines.push('# HELP cacheward_usage_not_reported_total Responses whose usage carried no cache fields.');
+    lines.push('# TYPE cacheward_usage_not_reported_total counter');
+    for (const { provider, model, s } of rows)
+      lines.push(`cacheward_usage_not_reported_total{${labels(provider, model)}} ${s.notReported}`);
+    lines.push('# HELP cacheward_upstream_errors_total Upstream connection failures and resets.');
+    lines.push('# TYPE cacheward_upstream_errors_total counter');
+    for (const [provider, n] of this.upstreamErrors)
+      lines.push(`cacheward_upstream_errors_total{provider="${esc(provider)}"} ${n}`);
+    return `${lines.join('\n')}\n`;
+  }
+}

@@ -1,0 +1,142 @@
+// wrapFetch: the proxy's capture for apps that hand their SDK a `fetch`. The same records, no server:
+// requests go out through the wrapped fetch unchanged; responses are observed as the app reads them.
+
+import { randomBytes } from 'node:crypto';
+import type { CaptureMode } from '../capture/capture-record.js';
+import { type CaptureState, CaptureWriter } from '../capture/capture-writer.js';
+import { defaultCaptureDir } from '../capture/default-dir.js';
+import type { Clock } from '../core/clock.js';
+import { PrefixBuilder } from '../prefix/build-prefix.js';
+import { formatFromRoute } from '../wire/request-body.js';
+import { type ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';
+import { ProxyMetrics } from './proxy-metrics.js';
+import { ResponseTap } from './response-tap.js';
+import { LineageIndex } from './session-key.js';
+
+type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+/** Options for {@link wrapFetch}: the capture settings of `createProxy`. */
+export interface WrapFetchOptions {
+  capture?: CaptureMode;
+  dir?: string;
+  maxMb?: number;
+  clock?: Clock;
+  log?: (line: string) => void;
+}
+
+/** A fetch that records captures, plus the controls to flush and close its capture. */
+export type CapturingFetch = FetchLike & {
+  flush(): Promise<void>;
+  close(): Promise<void>;
+  captureState(): CaptureState;
+  metrics(): string;
+};
+
+async function bodyBytes(input: string | URL | Request, init?: RequestInit): Promise<Buffer | undefined> {
+  const body = init?.body ?? (input instanceof Request ? await input.clone().arrayBuffer() : undefined);
+  if (body === undefined || body === null) return Buffer.alloc(0);
+  if (typeof body === 'string') return Buffer.from(body);
+  if (body instanceof ArrayBuffer) return Buffer.from(body);
+  if (ArrayBuffer.isView(body)) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return undefined; // a stream or form: it goes out untouched, unobserved
+}
+
+export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}): CapturingFetch {
+  const clock = options.clock ?? { now: () => Date.now() };
+  const log = options.log ?? ((line: string) => process.stderr.write(`cacheward: ${line}\n`));
+  const writer = new CaptureWriter({
+    dir: options.dir ?? defaultCaptureDir(),
+    mode: options.capture ?? 'hashes',
+    clock,
+    log,
+    ...(options.maxMb !== undefined ? { maxBytes: options.maxMb * 1024 * 1024 } : {}),
+  });
+  const metrics = new ProxyMetrics();
+  const recorder = new ExchangeRecorder({
+    writer,
+    metrics,
+    builder: new PrefixBuilder(),
+    lineage: new LineageIndex(),
+  });
+
+  const wrapped = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
+    const format = method === 'POST' ? formatFromRoute(url.pathname) : undefined;
+    if (!format) return fetchImpl(input, init);
+    const start = clock.now();
+    const requestHeaders = new Headers(input instanceof Request ? input.headers : undefined);
+    new Headers(init?.headers).forEach((v, k) => {
+      requestHeaders.set(k, v);
+    });
+    const sent = await bodyBytes(input, init);
+    const id = `cw_${start.toString(36)}${randomBytes(5).toString('hex')}`;
+    const provider = format === 'anthropic-messages' ? 'anthropic' : 'openai';
+    const base: Pick<
+      ExchangeFacts,
+      'id' | 'provider' | 'route' | 'method' | 'requestHeaders' | 'forwarded' | 'fixes' | 'start'
+    > = {
+      id,
+      provider,
+      route: url.pathname,
+      method,
+      requestHeaders,
+      forwarded: sent ?? Buffer.alloc(0),
+      fixes: [],
+      start,
+    };
+    let response: Response;
+    try {
+      response = await fetchImpl(input, init);
+    } catch (err) {
+      recorder.record({ ...base, end: clock.now(), outcome: 'upstream_error', error: String(err) });
+      throw err;
+    }
+    const firstByte = clock.now();
+    const tap = new ResponseTap(
+      format,
+      response.headers.get('content-type'),
+      response.headers.get('content-encoding'),
+    );
+    if (!response.body) {
+      recorder.record({
+        ...base,
+        end: clock.now(),
+        firstByte,
+        status: response.status,
+        outcome: 'complete',
+        response: await tap.finish(),
+      });
+      return response;
+    }
+    const observed = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          tap.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          controller.enqueue(chunk);
+        },
+        async flush() {
+          const facts = await tap.finish();
+          recorder.record({
+            ...base,
+            end: clock.now(),
+            firstByte,
+            status: response.status,
+            outcome: response.status >= 400 ? 'error' : 'complete',
+            response: facts,
+          });
+        },
+      }),
+    );
+    return new Response(observed, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  }) as CapturingFetch;
+  wrapped.flush = () => writer.flush();
+  wrapped.close = () => writer.close();
+  wrapped.captureState = () => writer.state();
+  wrapped.metrics = () => metrics.render();
+  return wrapped;
+}

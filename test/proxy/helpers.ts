@@ -1,0 +1,70 @@
+// Test harness for the proxy: a simulator upstream and a proxy in front of it on one virtual clock,
+// capture into a fresh 0700 folder, and the official SDK clients pointed at either.
+
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll } from 'vitest';
+import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
+import { VirtualClock } from '../../src/core/clock.js';
+import { createProxy, type Proxy, type ProxyOptions } from '../../src/proxy/create-proxy.js';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/sim/simulator.js';
+
+export const API_KEY = 'sk-ant-api03-cachewardTESTkey0123456789abcdefghijklmnopqrstuv';
+export const OPENAI_KEY = 'sk-proj-cachewardTESTopenaikey0123456789abcdefghijk';
+
+export interface ProxyHarness {
+  sim: Simulator;
+  simUrl: string;
+  proxy: Proxy;
+  dir: string;
+  clock: VirtualClock;
+  anthropic(direct?: boolean): Anthropic;
+  openai(direct?: boolean): OpenAI;
+  records(): Promise<ReadRecord[]>;
+  warnings: string[];
+}
+
+export async function startProxy(
+  options: Partial<ProxyOptions> = {},
+  simOptions: SimulatorOptions = {},
+): Promise<ProxyHarness> {
+  const clock = new VirtualClock();
+  const sim = createSimulator({ clock, ...simOptions });
+  const simUrl = await sim.listen(0);
+  const dir = options.dir ?? join(mkdtempSync(join(tmpdir(), 'cacheward-proxy-')), 'captures');
+  const logs: string[] = [];
+  const proxy = await createProxy({
+    upstream: simUrl,
+    dir,
+    clock,
+    capture: 'full',
+    log: (l) => logs.push(l),
+    ...options,
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await sim.close();
+  });
+  const warnings: string[] = [];
+  return {
+    sim,
+    simUrl,
+    proxy,
+    dir,
+    clock,
+    warnings,
+    anthropic: (direct = false) =>
+      new Anthropic({ apiKey: API_KEY, baseURL: direct ? simUrl : proxy.url, maxRetries: 0 }),
+    openai: (direct = false) =>
+      new OpenAI({ apiKey: OPENAI_KEY, baseURL: `${direct ? simUrl : proxy.url}/v1`, maxRetries: 0 }),
+    async records() {
+      await proxy.flush();
+      const out: ReadRecord[] = [];
+      for await (const r of readCaptures([dir], { onWarning: (w) => warnings.push(w) })) out.push(r);
+      return out;
+    },
+  };
+}
