@@ -52,7 +52,7 @@ export interface ProxyOptions {
 }
 
 /** A running proxy. */
-export interface Proxy {
+export interface RunningProxy {
   url: string;
   health(): ProxyHealth;
   metrics(): string;
@@ -128,7 +128,7 @@ async function readAll(req: IncomingMessage): Promise<Buffer> {
 }
 
 /** Starts the proxy. Resolves once it listens; `url` is its base URL. */
-export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
+export async function createProxy(options: ProxyOptions = {}): Promise<RunningProxy> {
   const host = options.host ?? '127.0.0.1';
   if (!LOOPBACK.has(host) && !options.token) {
     throw new ProxyConfigError(

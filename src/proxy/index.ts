@@ -20,9 +20,9 @@ export {
   createProxy,
   DEFAULT_ANTHROPIC_UPSTREAM,
   DEFAULT_OPENAI_UPSTREAM,
-  type Proxy,
   ProxyConfigError,
   type ProxyHealth,
   type ProxyOptions,
+  type RunningProxy,
 } from './create-proxy.js';
 export { type CapturingFetch, type WrapFetchOptions, wrapFetch } from './wrap-fetch.js';

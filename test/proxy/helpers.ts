@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { afterAll } from 'vitest';
 import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
-import { createProxy, type Proxy, type ProxyOptions } from '../../src/proxy/create-proxy.js';
+import { createProxy, type ProxyOptions, type RunningProxy } from '../../src/proxy/create-proxy.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/sim/simulator.js';
 
 export const API_KEY = 'sk-ant-api03-cachewardTESTkey0123456789abcdefghijklmnopqrstuv';
@@ -18,7 +18,7 @@ export const OPENAI_KEY = 'sk-proj-cachewardTESTopenaikey0123456789abcdefghijk';
 export interface ProxyHarness {
   sim: Simulator;
   simUrl: string;
-  proxy: Proxy;
+  proxy: RunningProxy;
   dir: string;
   clock: VirtualClock;
   anthropic(direct?: boolean): Anthropic;
