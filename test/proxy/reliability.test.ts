@@ -1,0 +1,326 @@
+import { spawn } from 'node:child_process';
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { readCaptures } from '../../src/capture/capture-reader.js';
+import { VirtualClock } from '../../src/core/clock.js';
+import { createProxy, ProxyConfigError } from '../../src/proxy/create-proxy.js';
+import { createSimulator } from '../../src/sim/simulator.js';
+import { EPHEMERAL, messagesBody } from '../sim/helpers.js';
+import { API_KEY, startProxy } from './helpers.js';
+
+type Json = Record<string, unknown>;
+const h = await startProxy();
+const body = messagesBody(3, 200, { 2: EPHEMERAL });
+const fault = (f: string) => ({ headers: { 'x-sim-fault': f } });
+const caught = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+
+describe('upstream faults reach the client as the provider sent them', () => {
+  it('passes 429 (with retry-after), 500 and 529 through without retrying', async () => {
+    const before = h.sim.stats().requests;
+    const e429 = (await caught(h.anthropic().messages.create(body as never, fault('429')))) as InstanceType<
+      typeof Anthropic.APIError
+    >;
+    expect(e429).toBeInstanceOf(Anthropic.RateLimitError);
+    expect(e429.headers?.get('retry-after')).toBe('1');
+    expect(
+      ((await caught(h.anthropic().messages.create(body as never, fault('500')))) as { status: number })
+        .status,
+    ).toBe(500);
+    expect(
+      ((await caught(h.anthropic().messages.create(body as never, fault('529')))) as { status: number })
+        .status,
+    ).toBe(529);
+    expect(
+      (
+        (await caught(
+          h
+            .openai()
+            .chat.completions.create(
+              { model: 'gpt-5.4', messages: [{ role: 'user', content: 'x' }] },
+              fault('529'),
+            ),
+        )) as { status: number }
+      ).status,
+    ).toBe(503);
+    expect(h.sim.stats().requests - before).toBe(4);
+    const recs = await h.records();
+    expect(recs.filter((r) => r.record.status === 429).at(-1)?.record.outcome).toBe('error');
+  });
+
+  it('passes an SSE error event through mid-stream', async () => {
+    const err = await caught(
+      h
+        .anthropic()
+        .messages.stream(body as never, fault('error-mid-stream'))
+        .finalMessage(),
+    );
+    expect(err).toBeInstanceOf(Anthropic.APIError);
+    const chat = await h
+      .openai()
+      .chat.completions.create(
+        { model: 'gpt-5.4', stream: true, messages: [{ role: 'user', content: 'hello there' }] },
+        fault('error-mid-stream'),
+      );
+    expect(
+      await caught(
+        (async () => {
+          for await (const _ of chat) {
+            /* read */
+          }
+        })(),
+      ),
+    ).toBeInstanceOf(OpenAI.APIError);
+  });
+
+  it('resets the client when the upstream resets mid-stream, and records it', async () => {
+    const err = await caught(
+      h
+        .anthropic()
+        .messages.stream(body as never, fault('reset-mid-stream'))
+        .finalMessage(),
+    );
+    expect(err).toBeInstanceOf(Anthropic.AnthropicError);
+    expect(err).not.toBeInstanceOf(Anthropic.APIError);
+    const rec = (await h.records()).filter((r) => r.record.outcome === 'upstream_reset').at(-1);
+    expect(rec?.record.error).toMatch(/dropped mid-response/);
+    expect(rec?.record.status).toBe(200);
+  });
+
+  it('answers 502 in the provider shape when the upstream cannot be reached', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-down-'));
+    const down = await createProxy({ upstream: 'http://127.0.0.1:9', dir, log: () => {} });
+    try {
+      const res = await fetch(`${down.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'k' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(502);
+      const json = (await res.json()) as Json;
+      expect(json.type).toBe('error');
+      expect((json.error as Json).message as string).toMatch(
+        /could not reach the upstream http:\/\/127\.0\.0\.1:9/,
+      );
+      expect(down.metrics()).toMatch(/cacheward_upstream_errors_total\{provider="anthropic"\} 1/);
+    } finally {
+      await down.close();
+    }
+  });
+});
+
+describe('clients that go away', () => {
+  it('aborts the upstream request when the client disconnects mid-stream', async () => {
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((r) => (upstreamClosed = r));
+    const slow = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const timer = setInterval(() => res.write('event: ping\ndata: {"type":"ping"}\n\n'), 20);
+      res.on('close', () => {
+        clearInterval(timer);
+        upstreamClosed();
+      });
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
+    const port = (slow.address() as AddressInfo).port;
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-abort-'));
+    const p = await createProxy({ upstream: `http://127.0.0.1:${port}`, dir, log: () => {} });
+    try {
+      const controller = new AbortController();
+      const res = await fetch(`${p.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'k' },
+        body: JSON.stringify({ ...body, stream: true }),
+        signal: controller.signal,
+      });
+      const reader = res.body!.getReader();
+      await reader.read();
+      controller.abort();
+      await closed;
+      await p.flush();
+      const recs = [];
+      for await (const r of readCaptures([dir])) recs.push(r);
+      expect(recs[0]?.record.outcome).toBe('client_aborted');
+    } finally {
+      await p.close();
+      slow.closeAllConnections();
+      slow.close();
+    }
+  });
+
+  it('lets a client time out on a stall, and records the abort', async () => {
+    const client = new Anthropic({ apiKey: API_KEY, baseURL: h.proxy.url, maxRetries: 0, timeout: 150 });
+    const err = await caught(client.messages.create(body as never, fault('stall=1500')));
+    expect(err).toBeInstanceOf(Anthropic.APIConnectionTimeoutError);
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await h.records()).at(-1)?.record.outcome).toBe('client_aborted');
+  });
+});
+
+describe('capture never stops traffic', () => {
+  it('keeps forwarding when the capture folder cannot be created, and says so on the health endpoint', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'cacheward-unwritable-'));
+    writeFileSync(join(base, 'a-file'), 'not a folder');
+    const sim = createSimulator();
+    const simUrl = await sim.listen(0);
+    const logs: string[] = [];
+    const p = await createProxy({
+      upstream: simUrl,
+      dir: join(base, 'a-file', 'captures'),
+      log: (l) => logs.push(l),
+    });
+    try {
+      const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
+      for (let i = 0; i < 3; i++) expect((await client.messages.create(body as never)).type).toBe('message');
+      await p.flush();
+      const health = await fetch(`${p.url}/_cacheward/health`);
+      expect(health.status).toBe(503);
+      const state = (await health.json()) as {
+        status: string;
+        capture: { state: string; error: string; failed: number };
+      };
+      expect(state.status).toBe('degraded');
+      expect(state.capture.state).toBe('degraded');
+      expect(state.capture.error).toMatch(/ENOTDIR/);
+      expect(state.capture.failed).toBe(3);
+      expect(logs.filter((l) => l.includes('degraded'))).toHaveLength(1);
+    } finally {
+      await p.close();
+      await sim.close();
+    }
+  });
+
+  it('keeps forwarding on a full disk (ENOSPC), then recovers when space returns', async () => {
+    const clock = new VirtualClock();
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-full-'));
+    const stamp = new Date(clock.now()).toISOString().replace(/[-:]/g, '').replace(/\..*$/, '');
+    const names = Array.from({ length: 6 }, (_, i) =>
+      join(dir, `capture-${stamp}-${process.pid}-${String(i + 1).padStart(4, '0')}.jsonl`),
+    );
+    for (const n of names) symlinkSync('/dev/full', n);
+    const sim = createSimulator({ clock });
+    const simUrl = await sim.listen(0);
+    const logs: string[] = [];
+    const p = await createProxy({ upstream: simUrl, dir, clock, log: (l) => logs.push(l) });
+    try {
+      const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
+      for (let i = 0; i < 2; i++) expect((await client.messages.create(body as never)).type).toBe('message');
+      await p.flush();
+      expect(p.health().capture).toMatchObject({ state: 'degraded' });
+      expect(p.health().capture.error).toMatch(/ENOSPC/);
+      for (const n of names) unlinkSync(n);
+      expect((await client.messages.create(body as never)).type).toBe('message');
+      await p.flush();
+      expect(p.health().status).toBe('ok');
+      expect(logs.some((l) => l.includes('recovered'))).toBe(true);
+    } finally {
+      await p.close();
+      await sim.close();
+    }
+  });
+});
+
+describe('crash safety', () => {
+  it('reads every complete record after kill -9, and names a torn last line', async () => {
+    const sim = createSimulator();
+    const simUrl = await sim.listen(0);
+    const dir = join(mkdtempSync(join(tmpdir(), 'cacheward-kill-')), 'captures');
+    const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
+    const child = spawn(
+      process.execPath,
+      [bin, 'proxy', '--port', '0', '--upstream', simUrl, '--dir', dir, '--capture', 'full'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let buf = '';
+        child.stdout.on('data', (d) => {
+          buf += d;
+          const m = buf.match(/http:\/\/127\.0\.0\.1:\d+/);
+          if (m) resolve(m[0]);
+        });
+        child.once('exit', (c) => reject(new Error(`exited ${c}`)));
+      });
+      const client = new Anthropic({ apiKey: API_KEY, baseURL: url, maxRetries: 0 });
+      for (let i = 0; i < 5; i++) await client.messages.create(messagesBody(3 + i, 100) as never);
+      const inflight = Array.from({ length: 10 }, (_, i) =>
+        client.messages.create(messagesBody(10 + i, 300) as never).catch(() => null),
+      );
+      await new Promise((r) => setTimeout(r, 30));
+      child.kill('SIGKILL');
+      await Promise.all(inflight);
+    } finally {
+      child.kill('SIGKILL');
+      await sim.close();
+    }
+    const files = readdirSync(dir).map((n) => join(dir, n));
+    const warnings: string[] = [];
+    const read = [];
+    for await (const r of readCaptures([dir], { onWarning: (w) => warnings.push(w) })) read.push(r);
+    expect(read.length).toBeGreaterThanOrEqual(5);
+    for (const r of read) expect(r.body?.length).toBe(r.record.requestBytes);
+    // A write torn by the kill: the reader skips it with its file and line, and keeps everything else.
+    const file = files[0] as string;
+    const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
+    appendFileSync(file, '{"v":1,"id":"cw_torn","times":{"sta');
+    const again: string[] = [];
+    let count = 0;
+    for await (const _ of readCaptures([dir], { onWarning: (w) => again.push(w) })) count++;
+    expect(count).toBe(read.length);
+    expect(again).toEqual([`${file}:${lines + 1}: skipped a torn or invalid line (35 characters, not JSON)`]);
+  });
+});
+
+describe('access', () => {
+  it('refuses to bind beyond loopback without a token', async () => {
+    await expect(createProxy({ host: '0.0.0.0', log: () => {} })).rejects.toBeInstanceOf(ProxyConfigError);
+  });
+
+  it('requires the token when one is set, and strips it before the upstream', async () => {
+    const sim = createSimulator();
+    const simUrl = await sim.listen(0);
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-token-'));
+    mkdirSync(dir, { recursive: true });
+    const p = await createProxy({ upstream: simUrl, dir, token: 'secret-token-123', log: () => {} });
+    try {
+      const no = await fetch(`${p.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'k' },
+        body: JSON.stringify(body),
+      });
+      expect(no.status).toBe(401);
+      const client = new Anthropic({
+        apiKey: API_KEY,
+        baseURL: p.url,
+        maxRetries: 0,
+        defaultHeaders: { 'x-cacheward-token': 'secret-token-123' },
+      });
+      expect((await client.messages.create(body as never)).type).toBe('message');
+      await p.flush();
+      for (const f of readdirSync(dir))
+        expect(readFileSync(join(dir, f), 'utf8')).not.toContain('secret-token-123');
+    } finally {
+      await p.close();
+      await sim.close();
+    }
+  });
+});
