@@ -119,8 +119,15 @@ export class CaptureWriter {
       const item = this.queue.shift();
       if (!item) break;
       try {
-        const line = `${JSON.stringify(this.withBodies(item.record, item.bodies))}\n`;
+        let line = `${JSON.stringify(this.withBodies(item.record, item.bodies))}\n`;
+        if (!this.handle || this.fileBytes + Buffer.byteLength(line) > this.opts.rotateBytes) {
+          // A new file starts every session's delta chain afresh: the body is stored again against no base.
+          await this.rotate();
+          line = `${JSON.stringify(this.withBodies(item.record, item.bodies))}\n`;
+        }
         await this.append(line);
+        if (item.bodies)
+          this.lastBody.set(item.record.session.key, { id: item.record.id, body: item.bodies.forwarded });
         this.status.written++;
         if (this.status.state === 'degraded') {
           this.status.state = 'ok';
@@ -150,13 +157,11 @@ export class CaptureWriter {
     const prev = this.lastBody.get(key);
     const out = { ...record, body: storeBody(bodies.forwarded, prev) };
     if (bodies.client) out.clientBody = storeBody(bodies.client, { id: record.id, body: bodies.forwarded });
-    this.lastBody.set(key, { id: record.id, body: bodies.forwarded });
     return out;
   }
 
   private async append(line: string): Promise<void> {
     const bytes = Buffer.byteLength(line);
-    if (!this.handle || this.fileBytes + bytes > this.opts.rotateBytes) await this.rotate();
     const h = this.handle as FileHandle;
     const { bytesWritten } = await h.write(line);
     if (bytesWritten !== bytes) throw new Error(`short write (${bytesWritten} of ${bytes} bytes)`);
@@ -176,7 +181,7 @@ export class CaptureWriter {
     this.handle = handle;
     this.file = path;
     this.fileBytes = (await handle.stat()).size;
-    // A new file starts every session's delta chain afresh, so dropping old files never breaks a chain.
+    // Chains never cross files, so dropping old files never breaks one.
     this.lastBody.clear();
     await this.enforceLimit(name);
   }
