@@ -14,7 +14,7 @@ export interface StoredBody {
   /** The stored bytes: UTF-8 text, or base64 when they are not valid UTF-8. */
   text?: string;
   b64?: string;
-  /** Length and sha256 of the whole body, checked on reconstruction. */
+  /** Length and sha256 (base64) of the whole body, checked on reconstruction. */
   size: number;
   sha256: string;
 }
@@ -55,7 +55,7 @@ function encode(bytes: Uint8Array): Pick<StoredBody, 'text' | 'b64'> {
 
 /** Stores `body` as a delta from `previous` (with its record id) when that saves space, else whole. */
 export function storeBody(body: Uint8Array, previous?: { id: string; body: Uint8Array }): StoredBody {
-  const sha256 = hash('sha256', body, 'hex');
+  const sha256 = hash('sha256', body, 'base64');
   if (!previous) return { ...encode(body), size: body.length, sha256 };
   const prev = previous.body;
   let p = commonPrefix(prev, body);
@@ -92,7 +92,7 @@ export function rebuildBody(stored: StoredBody, lookup: (id: string) => Uint8Arr
     const suffix = base.subarray(base.length - (stored.suffix ?? 0));
     body = Buffer.concat([prefix, middle, suffix]);
   }
-  if (body.length !== stored.size || hash('sha256', body, 'hex') !== stored.sha256) {
+  if (body.length !== stored.size || hash('sha256', body, 'base64') !== stored.sha256) {
     throw new BodyReconstructionError('the rebuilt body does not match its recorded size and sha256');
   }
   return body;

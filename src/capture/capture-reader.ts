@@ -5,8 +5,9 @@ import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 import { BodyReconstructionError, rebuildBody } from './body-delta.js';
-import type { CaptureRecord } from './capture-record.js';
+import type { CapturedBlock, CapturedPrefix, CaptureRecord } from './capture-record.js';
 import { CAPTURE_FILE } from './capture-writer.js';
 
 /** One record as read, with where it came from and, in full mode, its rebuilt bodies. */
@@ -60,6 +61,11 @@ export async function* readCaptures(
       // Delta bases live in the same file: keep only each session's latest body.
       const bodies = new Map<string, Buffer>();
       const latestOf = new Map<string, string>();
+      const blocksOf = new Map<
+        string,
+        { id: string; blocks: CapturedBlock[]; params: CapturedPrefix['params'] }
+      >();
+      const headersOf = new Map<string, Record<string, string>>();
       const input = createReadStream(file);
       let bytes = 0;
       const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
@@ -79,6 +85,34 @@ export async function* readCaptures(
         if (!isRecord(value)) {
           warn(`${file}:${n}: skipped a line that is not a cacheward capture record`);
           continue;
+        }
+        if (value.headers && value.headers['='] === 'previous')
+          value.headers = headersOf.get(value.session.key) ?? {};
+        headersOf.set(value.session.key, value.headers ?? {});
+        if (value.usage && !value.usage.normalized) {
+          const n =
+            value.provider === 'anthropic'
+              ? normalizeAnthropicUsage(value.usage.raw)
+              : normalizeOpenAIUsage(value.usage.raw);
+          if (n) value.usage.normalized = n;
+        }
+        const prefix = value.prefix;
+        if (prefix) {
+          const session = value.session.key;
+          if (prefix.base) {
+            const prev = blocksOf.get(session);
+            if (!prev || prev.id !== prefix.base.id) {
+              warn(
+                `${file}:${n}: the prefix of ${value.id} refers to ${prefix.base.id}, which is not in this file; its blocks are incomplete`,
+              );
+            } else {
+              prefix.blocks = [...prev.blocks.slice(0, prefix.base.shared), ...prefix.blocks];
+              if (prefix.params?.tools?.['='] === 'base') prefix.params = prev.params;
+              delete prefix.base;
+            }
+          }
+          if (!prefix.base)
+            blocksOf.set(session, { id: value.id, blocks: prefix.blocks, params: prefix.params });
         }
         const out: ReadRecord = { record: value, file, line: n };
         if (options.bodies !== false && value.body) {

@@ -18,7 +18,7 @@ export interface CapturedBlock {
   message?: number;
   part?: number;
   role?: string;
-  /** Cumulative cache key and block identity. */
+  /** Cumulative cache key, and block identity (the first 128 bits of its sha256). */
   hash: string;
   id: string;
   /** Bytes in the body, and estimated tokens. */
@@ -33,11 +33,16 @@ export interface CapturedBlock {
 export interface CapturedPrefix {
   format: string;
   totalTokens: number;
+  /**
+   * On disk, the first `shared` blocks are the same as those of record `id` (the session's previous
+   * record in the same file) and `blocks` holds the rest. The reader puts them back: readers see all blocks.
+   */
+  base?: { id: string; shared: number };
   blocks: CapturedBlock[];
   /** Parameters folded per level; object values longer than 200 characters are kept as a hash. */
   params: Record<'tools' | 'system' | 'messages', Record<string, unknown>>;
-  folds: Record<'tools' | 'system' | 'messages', string>;
-  deferredTools: string[];
+  /** Names of tools with defer_loading: true (absent when none). */
+  deferredTools?: string[];
   auto?: { type: string; ttl?: string };
 }
 
@@ -104,7 +109,7 @@ export function capturePrefix(prefix: Prefix): CapturedPrefix {
         index: b.index,
         kind: b.kind,
         hash: b.hash,
-        id: b.contentHash,
+        id: b.contentHash.slice(0, 32),
         size: b.span.end - b.span.start,
         tokens: b.tokens,
         at: b.span.start,
@@ -122,12 +127,7 @@ export function capturePrefix(prefix: Prefix): CapturedPrefix {
       return c;
     }),
     params,
-    folds: {
-      tools: prefix.levels.tools.foldHash,
-      system: prefix.levels.system.foldHash,
-      messages: prefix.levels.messages.foldHash,
-    },
-    deferredTools: prefix.deferredTools,
+    ...(prefix.deferredTools.length ? { deferredTools: prefix.deferredTools } : {}),
   };
   if (prefix.autoCacheControl)
     out.auto = {
@@ -156,4 +156,16 @@ export function keptHeaders(headers: Headers): Record<string, string> {
     if (v !== null) out[name] = v;
   }
   return out;
+}
+
+/** Two captured blocks that are the same on disk. */
+export function sameBlock(a: CapturedBlock, b: CapturedBlock): boolean {
+  return (
+    a.hash === b.hash &&
+    a.at === b.at &&
+    a.size === b.size &&
+    a.tokens === b.tokens &&
+    a.cc?.type === b.cc?.type &&
+    a.cc?.ttl === b.cc?.ttl
+  );
 }

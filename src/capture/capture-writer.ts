@@ -5,7 +5,13 @@ import { chmod, type FileHandle, mkdir, open, readdir, stat, unlink } from 'node
 import { join } from 'node:path';
 import type { Clock } from '../core/clock.js';
 import { storeBody } from './body-delta.js';
-import type { CaptureMode, CaptureRecord } from './capture-record.js';
+import {
+  type CapturedBlock,
+  type CapturedPrefix,
+  type CaptureMode,
+  type CaptureRecord,
+  sameBlock,
+} from './capture-record.js';
 
 /** Options for a {@link CaptureWriter}. */
 export interface CaptureWriterOptions {
@@ -42,6 +48,11 @@ export interface CapturedBodies {
 
 export const CAPTURE_FILE = /^capture-.*\.jsonl$/;
 
+/** On disk only: the headers are those of the session's previous record in the file. */
+export const SAME_HEADERS: Record<string, string> = { '=': 'previous' };
+/** On disk only: the folded parameters are those of the base record. */
+export const SAME_PARAMS = { tools: { '=': 'base' }, system: {}, messages: {} } as CapturedPrefix['params'];
+
 export class CaptureWriter {
   private readonly opts: Required<Omit<CaptureWriterOptions, 'maxBytes' | 'log'>> &
     Pick<CaptureWriterOptions, 'maxBytes'>;
@@ -53,6 +64,11 @@ export class CaptureWriter {
   private queue: Array<{ record: CaptureRecord; bodies?: CapturedBodies }> = [];
   private draining: Promise<void> | undefined;
   private readonly lastBody = new Map<string, { id: string; body: Uint8Array }>();
+  private readonly lastBlocks = new Map<
+    string,
+    { id: string; blocks: CapturedBlock[]; params: CapturedPrefix['params'] }
+  >();
+  private readonly lastHeaders = new Map<string, string>();
   private status: CaptureState;
 
   constructor(options: CaptureWriterOptions) {
@@ -126,8 +142,13 @@ export class CaptureWriter {
           line = `${JSON.stringify(this.withBodies(item.record, item.bodies))}\n`;
         }
         await this.append(line);
-        if (item.bodies)
-          this.lastBody.set(item.record.session.key, { id: item.record.id, body: item.bodies.forwarded });
+        const session = item.record.session.key;
+        if (item.bodies) this.lastBody.set(session, { id: item.record.id, body: item.bodies.forwarded });
+        if (item.record.prefix) {
+          const { blocks, params } = item.record.prefix;
+          this.lastBlocks.set(session, { id: item.record.id, blocks, params });
+        }
+        this.lastHeaders.set(session, JSON.stringify(item.record.headers));
         this.status.written++;
         if (this.status.state === 'degraded') {
           this.status.state = 'ok';
@@ -151,9 +172,32 @@ export class CaptureWriter {
     }
   }
 
-  private withBodies(record: CaptureRecord, bodies: CapturedBodies | undefined): CaptureRecord {
+  /** The record as stored: its prefix blocks and bodies as deltas from the session's previous record. */
+  private withBodies(full: CaptureRecord, bodies: CapturedBodies | undefined): CaptureRecord {
+    const key = full.session.key;
+    let record = full;
+    const prevBlocks = this.lastBlocks.get(key);
+    if (full.prefix && prevBlocks) {
+      const blocks = full.prefix.blocks;
+      let shared = 0;
+      while (
+        shared < blocks.length &&
+        shared < prevBlocks.blocks.length &&
+        sameBlock(blocks[shared] as CapturedBlock, prevBlocks.blocks[shared] as CapturedBlock)
+      )
+        shared++;
+      if (shared > 0) {
+        record = {
+          ...full,
+          prefix: { ...full.prefix, base: { id: prevBlocks.id, shared }, blocks: blocks.slice(shared) },
+        };
+      }
+    }
+    // Headers the same as the session's previous record, and usage that its raw form says, are not repeated.
+    if (this.lastHeaders.get(key) === JSON.stringify(full.headers))
+      record = { ...record, headers: SAME_HEADERS };
+    if (record.usage?.normalized) record = { ...record, usage: { raw: record.usage.raw } };
     if (!bodies) return record;
-    const key = record.session.key;
     const prev = this.lastBody.get(key);
     const out = { ...record, body: storeBody(bodies.forwarded, prev) };
     if (bodies.client) out.clientBody = storeBody(bodies.client, { id: record.id, body: bodies.forwarded });
@@ -183,6 +227,8 @@ export class CaptureWriter {
     this.fileBytes = (await handle.stat()).size;
     // Chains never cross files, so dropping old files never breaks one.
     this.lastBody.clear();
+    this.lastBlocks.clear();
+    this.lastHeaders.clear();
     await this.enforceLimit(name);
   }
 

@@ -7,6 +7,7 @@ import { readCaptures } from '../../src/capture/capture-reader.js';
 import { CaptureWriter } from '../../src/capture/capture-writer.js';
 import { VirtualClock } from '../../src/core/clock.js';
 import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
+import { parsePrefix } from '../../src/prefix/build-prefix.js';
 import { wrapFetch } from '../../src/proxy/wrap-fetch.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { EPHEMERAL, messagesBody } from '../sim/helpers.js';
@@ -142,6 +143,17 @@ describe('capture modes and limits', () => {
     const raw = sent.slice(1).map((s) => s.length);
     expect(stored.reduce((a, b) => a + b, 0)).toBeLessThan(raw.reduce((a, b) => a + b, 0) * 0.2);
     expect(recs[1]?.record.body?.base).toBe(recs[0]?.record.id);
+    // The prefix blocks are stored as deltas too, and read back whole.
+    const onDisk = readFileSync(recs[1]!.file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    expect(onDisk[1].prefix.base).toEqual({ id: recs[0]?.record.id, shared: expect.any(Number) });
+    expect(onDisk[1].prefix.blocks.length).toBeLessThan(5);
+    for (const [i, r] of recs.entries()) {
+      const p = parsePrefix(sent[i] as string, { format: 'anthropic-messages' });
+      expect(r.record.prefix?.blocks.map((b) => b.hash)).toEqual(p.blocks.map((b) => b.hash));
+    }
   });
 
   it('keeps the folder under --max-mb, dropping the oldest files first', async () => {
