@@ -1,0 +1,175 @@
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readCaptures } from '../../src/capture/capture-reader.js';
+import { type Fix, FixRegistry, runFixes, UnknownFixError } from '../../src/fixes/fix.js';
+import { parsePrefix } from '../../src/prefix/build-prefix.js';
+import { createProxy } from '../../src/proxy/create-proxy.js';
+
+const body = JSON.stringify({
+  model: 'claude-opus-5',
+  max_tokens: 5,
+  messages: [{ role: 'user', content: 'hello' }],
+});
+
+/** A fix that upper-cases the first message and adds a beta header; counts calls in its state. */
+const shout: Fix<number> = {
+  name: 'shout',
+  description: 'test fix',
+  initialState: () => 0,
+  apply(req, state) {
+    const value = JSON.parse(req.body.toString()) as { messages: Array<{ content: string }> };
+    value.messages[0]!.content = value.messages[0]!.content.toUpperCase();
+    return {
+      body: Buffer.from(JSON.stringify(value)),
+      headers: { 'anthropic-beta': 'shouting-1' },
+      state: state + 1,
+      notes: ['upper-cased message 0'],
+    };
+  },
+};
+const broken: Fix<null> = {
+  name: 'broken',
+  description: 'always throws',
+  initialState: () => null,
+  apply() {
+    throw new Error('boom');
+  },
+};
+
+describe('runFixes', () => {
+  const prefix = parsePrefix(body, { format: 'anthropic-messages' });
+  const ctx = { provider: 'anthropic' as const, route: '/v1/messages', now: 0, session: 's' };
+  const reparse = (b: Buffer) => parsePrefix(b, { format: 'anthropic-messages' });
+
+  it('applies fixes in order, with their notes, states and header changes', () => {
+    const out = runFixes([shout], { body: Buffer.from(body), prefix, headers: {} }, new Map(), ctx, reparse);
+    expect(out.changed).toBe(true);
+    expect(out.body.toString()).toContain('HELLO');
+    expect(out.headers['anthropic-beta']).toBe('shouting-1');
+    expect(out.notes).toEqual([{ fix: 'shout', changed: true, notes: ['upper-cased message 0'] }]);
+    expect(out.states.get('shout')).toBe(1);
+  });
+
+  it('fails open: one throwing fix means the original bytes and headers go out, and says so', () => {
+    const states = new Map<string, unknown>([['shout', 5]]);
+    const out = runFixes(
+      [shout, broken],
+      { body: Buffer.from(body), prefix, headers: { 'anthropic-beta': 'x' } },
+      states,
+      ctx,
+      reparse,
+    );
+    expect(out.changed).toBe(false);
+    expect(out.body.toString()).toBe(body);
+    expect(out.headers).toEqual({ 'anthropic-beta': 'x' });
+    expect(out.notes).toEqual([
+      {
+        fix: 'broken',
+        changed: false,
+        notes: ['failed: the original request was forwarded untouched'],
+        error: 'Error: boom',
+      },
+    ]);
+    expect(out.states.get('shout')).toBe(5);
+  });
+
+  it('names unknown fixes and the known ones', () => {
+    const registry = new FixRegistry().register(shout as Fix);
+    expect(() => registry.resolve(['nope'])).toThrow(UnknownFixError);
+    expect(() => registry.resolve(['nope'])).toThrow(/known fixes: shout/);
+  });
+});
+
+describe('fixes in the proxy', () => {
+  async function echoUpstream() {
+    const seen: Array<{ body: string; beta: string | undefined }> = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        seen.push({
+          body: Buffer.concat(chunks).toString(),
+          beta: req.headers['anthropic-beta'] as string | undefined,
+        });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"id":"msg_1","type":"message","usage":{"input_tokens":1,"output_tokens":1}}');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      seen,
+      close: () => server.close(),
+    };
+  }
+
+  it.each([
+    ['a fix that changes the body', [shout], 'HELLO', 'shouting-1'],
+    ['a fix that throws', [shout, broken], 'hello', undefined],
+  ])(
+    '%s: the upstream gets what the pipeline decided, and the capture says why',
+    async (_name, fixes, expected, beta) => {
+      const up = await echoUpstream();
+      const dir = mkdtempSync(join(tmpdir(), 'cacheward-fix-'));
+      const logs: string[] = [];
+      const p = await createProxy({
+        upstream: up.url,
+        dir,
+        capture: 'full',
+        fixes: fixes as Fix[],
+        log: (l) => logs.push(l),
+      });
+      try {
+        const res = await fetch(`${p.url}/v1/messages`, {
+          method: 'POST',
+          headers: { 'x-api-key': 'k', 'content-type': 'application/json' },
+          body,
+        });
+        expect(res.status).toBe(200);
+        await res.text();
+        expect(up.seen[0]?.body).toContain(expected);
+        expect(up.seen[0]?.beta).toBe(beta);
+        await p.flush();
+        const recs = [];
+        for await (const r of readCaptures([dir])) recs.push(r);
+        const r = recs[0]!;
+        if (expected === 'HELLO') {
+          expect(r.body?.toString()).toContain('HELLO');
+          expect(r.clientBody?.toString()).toBe(body);
+          expect(r.record.fixes[0]).toMatchObject({ fix: 'shout', changed: true });
+        } else {
+          expect(r.body?.toString()).toBe(body);
+          expect(r.clientBody).toBeUndefined();
+          expect(r.record.fixes[0]).toMatchObject({ fix: 'broken', error: 'Error: boom' });
+          expect(logs.some((l) => l.includes('fix broken failed'))).toBe(true);
+        }
+      } finally {
+        await p.close();
+        up.close();
+      }
+    },
+  );
+
+  it('forwards a body the fixes cannot parse untouched', async () => {
+    const up = await echoUpstream();
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-fix-bad-'));
+    const p = await createProxy({ upstream: up.url, dir, fixes: [shout as Fix], log: () => {} });
+    try {
+      const bad = '{"model": oops';
+      const res = await fetch(`${p.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'k' },
+        body: bad,
+      });
+      await res.text();
+      expect(up.seen[0]?.body).toBe(bad);
+    } finally {
+      await p.close();
+      up.close();
+    }
+  });
+});
