@@ -7,6 +7,7 @@ import { VERSION } from '../core/version.js';
 import { registerDemo } from './commands/demo.js';
 import { registerDiff } from './commands/diff.js';
 import { registerProxy } from './commands/proxy.js';
+import { registerReport } from './commands/report.js';
 import { registerSim } from './commands/sim.js';
 import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { type CliIO, processIO } from './io.js';
@@ -34,6 +35,7 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
   registerDemo(program, io, setExit);
   registerSim(program, io, setExit);
   registerProxy(program, io, setExit);
+  registerReport(program, io, setExit);
   for (const cmd of program.commands) cmd.exitOverride();
   try {
     await program.parseAsync([...argv], { from: 'user' });

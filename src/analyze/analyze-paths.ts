@@ -1,0 +1,39 @@
+// Runs the analyzer over capture files or folders: reads them as a stream (no bodies), reports torn lines
+// and progress, fills in the sentences. The shell for `report` and `whatif`; the analysis itself is pure.
+
+import { type ReadRecord, readCaptures } from '../capture/capture-reader.js';
+import type { CaptureRecord } from '../capture/capture-record.js';
+import { type AnalysisResult, type AnalyzeOptions, analyzeRecords } from './analyze-captures.js';
+import { describeMiss } from './describe-miss.js';
+
+export interface AnalyzePathsOptions extends AnalyzeOptions {
+  onWarning?: (message: string) => void;
+  onProgress?: (file: string, bytes: number, size: number) => void;
+}
+
+export async function analyzePaths(
+  paths: readonly string[],
+  options: AnalyzePathsOptions,
+): Promise<AnalysisResult> {
+  let skipped = 0;
+  const files = new Set<string>();
+  async function* records(): AsyncGenerator<CaptureRecord> {
+    const read: AsyncGenerator<ReadRecord> = readCaptures(paths, {
+      bodies: false,
+      onWarning: (w) => {
+        skipped++;
+        options.onWarning?.(w);
+      },
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+    for await (const r of read) {
+      files.add(r.file);
+      yield r.record;
+    }
+  }
+  const result = await analyzeRecords(records(), options);
+  result.generatedFrom.files = files.size;
+  result.generatedFrom.skippedLines = skipped;
+  for (const m of result.misses) m.sentence = describeMiss(m);
+  return result;
+}

@@ -1,0 +1,166 @@
+// `cacheward report PATH` and `cacheward whatif PATH`: what happened, what it cost, and what it would have
+// cost with other settings. Thin shells over analyzePaths; warnings and progress go to stderr.
+
+import { writeFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import type { AnalysisResult } from '../../analyze/analyze-captures.js';
+import { analyzePaths } from '../../analyze/analyze-paths.js';
+import { formatUsd } from '../../analyze/describe-miss.js';
+import { loadPriceFile, type PriceRow, PriceTable } from '../../analyze/price-table.js';
+import { renderHtmlReport } from '../../report/html-report.js';
+import { renderTerminalReport } from '../../report/terminal-report.js';
+import { EXIT_OK } from '../exit-codes.js';
+import { type CliIO, styles } from '../io.js';
+import { InputError } from '../read-request-file.js';
+
+interface ReportOptions {
+  json?: boolean;
+  html?: string;
+  prices?: string;
+  misses: string;
+}
+
+async function prices(file: string | undefined): Promise<PriceTable> {
+  try {
+    return new PriceTable(file ? await loadPriceFile(file) : []);
+  } catch (err) {
+    throw new InputError((err as Error).message);
+  }
+}
+
+function progress(io: CliIO): ((file: string, bytes: number, size: number) => void) | undefined {
+  if (!process.stderr.isTTY || io.color === false) return undefined;
+  let last = 0;
+  return (file, bytes, size) => {
+    const now = Date.now();
+    if (now - last < 200 && bytes < size) return;
+    last = now;
+    const share = size ? bytes / size : 1;
+    const bar = '#'.repeat(Math.round(share * 30)).padEnd(30, '.');
+    process.stderr.write(
+      `\r[${bar}] ${(share * 100).toFixed(0)}% ${file.split('/').pop()}${bytes >= size ? '\n' : ''}`,
+    );
+  };
+}
+
+async function run(
+  paths: string[],
+  io: CliIO,
+  prices: PriceTable,
+  ttlOverride?: number,
+): Promise<AnalysisResult> {
+  try {
+    const onProgress = progress(io);
+    return await analyzePaths(paths, {
+      prices,
+      ...(ttlOverride !== undefined ? { ttlOverride } : {}),
+      onWarning: (w) => io.err(`cacheward: warning: ${w}`),
+      ...(onProgress ? { onProgress } : {}),
+    });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'ENOENT') throw new InputError(`${e.path ?? paths.join(', ')}: no such file or folder`);
+    throw err;
+  }
+}
+
+export function registerReport(program: Command, io: CliIO, setExit: (code: number) => void): void {
+  program
+    .command('report')
+    .description('what happened and what it cost: every cache miss named, located and priced')
+    .argument('<paths...>', 'capture files or folders (cacheward proxy --dir)')
+    .option('--json', 'print the whole result as JSON (schema: docs/report-schema.md)')
+    .option('--html <file>', 'also write a self-contained HTML report')
+    .option('--prices <file>', 'a JSON list of dated price rows that add to or override the built-in table')
+    .option('--misses <n>', 'how many of the costliest misses to list', '10')
+    .action(async (paths: string[], opts: ReportOptions) => {
+      const result = await run(paths, io, await prices(opts.prices));
+      if (opts.html) await writeFile(opts.html, renderHtmlReport(result));
+      if (opts.json) io.out(JSON.stringify(result, null, 2));
+      else {
+        for (const line of renderTerminalReport(result, styles(io.color), Number(opts.misses) || 10))
+          io.out(line);
+        if (opts.html) io.out(`\nwrote ${opts.html}`);
+      }
+      setExit(EXIT_OK);
+    });
+
+  program
+    .command('whatif')
+    .description("the same traffic's cost under other settings, from the same cache model, per session")
+    .argument('<paths...>', 'capture files or folders')
+    .option('--ttl <ttl>', 'set every breakpoint to this TTL: 5m or 1h')
+    .option('--prices <file>', 'dated price rows to add or override')
+    .option('--json', 'print the comparison as JSON')
+    .action(async (paths: string[], opts: { ttl?: string; prices?: string; json?: boolean }) => {
+      if (opts.ttl !== undefined && opts.ttl !== '5m' && opts.ttl !== '1h')
+        throw new InputError(`--ttl ${opts.ttl}: use 5m or 1h`);
+      if (opts.ttl === undefined) throw new InputError('say what to change: --ttl 5m or --ttl 1h');
+      const table = await prices(opts.prices);
+      const ttl = opts.ttl === '1h' ? 60 * 60_000 : 5 * 60_000;
+      const base = await run(paths, io, table);
+      const alt = await run(paths, io, table, ttl);
+      const comparison = whatIfComparison(base, alt, table, opts.ttl);
+      if (opts.json) io.out(JSON.stringify({ ttl: opts.ttl, ...comparison }, null, 2));
+      else {
+        const s = styles(io.color);
+        io.out(
+          s.bold(`cacheward whatif --ttl ${opts.ttl}: the same requests, every breakpoint at ${opts.ttl}`),
+        );
+        io.out(
+          `  as sent (modelled): ${formatUsd(comparison.baseCost)}   with --ttl ${opts.ttl}: ${formatUsd(comparison.altCost)}   difference: ${formatUsd(comparison.altCost - comparison.baseCost)}`,
+        );
+        io.out('');
+        for (const x of comparison.sessions) {
+          io.out(
+            `  ${x.session.padEnd(30)} ${formatUsd(x.base).padStart(10)} -> ${formatUsd(x.alt).padStart(10)}  (${x.alt - x.base >= 0 ? '+' : ''}${formatUsd(x.alt - x.base)})`,
+          );
+        }
+      }
+      setExit(EXIT_OK);
+    });
+}
+
+/**
+ * Prices both runs from the cache model's expected usage (not the provider's), so the two sides are the
+ * same engine under two settings. Expected read/write come from each run's model; output stays as sent.
+ */
+export function whatIfComparison(
+  base: AnalysisResult,
+  alt: AnalysisResult,
+  table: PriceTable,
+  ttl: '5m' | '1h',
+) {
+  const modelled = (a: AnalysisResult, writeAt: (p: PriceRow, provider: string) => number) => {
+    const bySession = new Map<string, number>();
+    for (const r of a.requests) {
+      const price = table.lookup(r.model);
+      if (!price || !r.usage || r.expectedRead === undefined) continue;
+      const read = Math.min(r.expectedRead, r.usage.inputTotal);
+      const written = Math.max(0, r.usage.cacheRead + r.usage.cacheWrite - read);
+      const uncached = Math.max(0, r.usage.inputTotal - read - written);
+      const cost =
+        (uncached * price.input +
+          written * writeAt(price, r.provider) +
+          read * price.read +
+          r.usage.output * price.output) /
+        1e6;
+      bySession.set(r.session, (bySession.get(r.session) ?? 0) + cost);
+    }
+    return bySession;
+  };
+  const b = modelled(base, (p, provider) => (provider === 'anthropic' ? p.write5m : p.input));
+  const a = modelled(alt, (p, provider) =>
+    provider === 'anthropic' ? (ttl === '1h' ? p.write1h : p.write5m) : p.input,
+  );
+  const sessions = [...new Set([...b.keys(), ...a.keys()])].map((session) => ({
+    session,
+    base: b.get(session) ?? 0,
+    alt: a.get(session) ?? 0,
+  }));
+  return {
+    baseCost: sessions.reduce((t, x) => t + x.base, 0),
+    altCost: sessions.reduce((t, x) => t + x.alt, 0),
+    sessions: sessions.sort((x, y) => y.alt - y.base - (x.alt - x.base)),
+  };
+}

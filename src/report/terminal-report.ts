@@ -1,0 +1,85 @@
+// Renders an analysis for a terminal: a summary, sessions, waste by cause, and the costliest misses as
+// sentences. Text only; colour comes from the caller's styles and vanishes under NO_COLOR.
+
+import type { AnalysisResult } from '../analyze/analyze-captures.js';
+import { clockTime, formatUsd } from '../analyze/describe-miss.js';
+
+const n = new Intl.NumberFormat('en-US');
+const pct = (v: number | null) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)}%`);
+
+export interface TerminalStyles {
+  bold(s: string): string;
+  dim(s: string): string;
+  yellow(s: string): string;
+  green(s: string): string;
+}
+
+function table(rows: string[][]): string[] {
+  const widths = rows[0]?.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length))) ?? [];
+  return rows.map((r) =>
+    r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join('  '),
+  );
+}
+
+export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMisses = 10): string[] {
+  const t = a.totals;
+  const out: string[] = [];
+  const first = Math.min(...a.sessions.map((x) => x.first));
+  const last = Math.max(...a.sessions.map((x) => x.last));
+  out.push(
+    s.bold(
+      `cacheward report: ${n.format(t.sessions)} session${t.sessions === 1 ? '' : 's'}, ${n.format(t.requests)} requests` +
+        (Number.isFinite(first)
+          ? `, ${new Date(first).toISOString().slice(0, 16).replace('T', ' ')} to ${clockTime(last).slice(0, 5)} UTC`
+          : ''),
+    ),
+  );
+  out.push(
+    `  hit rate ${pct(t.hitRate)} (token-weighted: ${n.format(t.readTokens)} of ${n.format(t.inputTokens)} input tokens read from cache)` +
+      (t.notReported ? s.dim(`; ${t.notReported} responses did not report cache fields`) : ''),
+  );
+  const wasteShare = t.cost > 0 ? ` (${((t.waste / t.cost) * 100).toFixed(1)}% of spend)` : '';
+  out.push(`  spend ${formatUsd(t.cost)}   waste ${s.yellow(formatUsd(t.waste))}${wasteShare}`);
+  if (t.unpricedModels.length) {
+    out.push(
+      s.yellow(
+        `  not priced (no dated price; add one with --prices FILE): ${t.unpricedModels.join(', ')} (${t.unpricedRequests} requests)`,
+      ),
+    );
+  }
+  if (a.byCause.length) {
+    out.push(
+      `  causes: ${a.byCause
+        .map((c) => `${c.cause} ${c.misses}${c.waste > 0 ? ` ${formatUsd(c.waste)}` : ''}`)
+        .join(' · ')}`,
+    );
+  }
+  out.push('');
+  const rows = [['session', 'requests', 'forks', 'hit rate', 'spend', 'waste']];
+  for (const x of a.sessions.slice(0, 15)) {
+    rows.push([
+      x.session.length > 28 ? `${x.session.slice(0, 27)}…` : x.session,
+      n.format(x.requests),
+      n.format(x.forks),
+      pct(x.inputTokens ? x.readTokens / x.inputTokens : null),
+      formatUsd(x.cost),
+      formatUsd(x.waste),
+    ]);
+  }
+  out.push(...table(rows).map((l, i) => (i === 0 ? s.dim(l) : l)));
+  if (a.sessions.length > 15)
+    out.push(s.dim(`  … and ${a.sessions.length - 15} more sessions (--json has them all)`));
+  const misses = a.misses.filter((m) => m.cause !== 'cold_start');
+  out.push('');
+  if (!misses.length)
+    out.push(s.green('no re-written prefixes: every turn read what the one before it cached'));
+  else {
+    out.push(s.bold(`costliest misses (${misses.length} in all):`));
+    for (const m of misses.slice(0, maxMisses)) out.push(`  ${m.sentence}`);
+  }
+  if (a.generatedFrom.skippedLines)
+    out.push(
+      s.dim(`(${a.generatedFrom.skippedLines} torn or invalid lines skipped; see the warnings above)`),
+    );
+  return out;
+}
