@@ -26,9 +26,9 @@ export const CAUSE_COLORS: Record<BustCause, string> = {
 function tokensChart(a: AnalysisResult): string {
   const rows = a.requests.filter((r) => r.usage?.cacheReported);
   if (!rows.length) return '<p>No request reported cache fields.</p>';
-  const W = Math.max(640, Math.min(2400, rows.length * 14 + 80));
-  const H = 260;
-  const top = 30;
+  const W = Math.max(640, Math.min(2400, rows.length * 14 + 80)) + 90;
+  const H = 340;
+  const top = 110;
   const bottom = 40;
   const left = 70;
   const max = Math.max(...rows.map((r) => r.usage?.inputTotal ?? 0), 1);
@@ -36,7 +36,8 @@ function tokensChart(a: AnalysisResult): string {
   const y = (v: number) => top + (H - top - bottom) * (1 - v / max);
   const parts: string[] = [];
   for (const [i, r] of rows.entries()) {
-    const u = r.usage!;
+    const u = r.usage;
+    if (!u) continue;
     const x = left + i * (bw + 2);
     let base = 0;
     for (const [v, color] of [
@@ -55,8 +56,10 @@ function tokensChart(a: AnalysisResult): string {
       parts.push(
         `<circle cx="${(x + bw / 2).toFixed(1)}" cy="${(y(base) - 8).toFixed(1)}" r="5" fill="${c}"/>`,
       );
+      const lx = (x + bw / 2 + 3).toFixed(1);
+      const ly = (y(base) - 16).toFixed(1);
       parts.push(
-        `<text x="${(x + bw / 2).toFixed(1)}" y="${(y(base) - 16).toFixed(1)}" font-size="10" text-anchor="middle" fill="${c}">${esc(r.miss.cause)}</text>`,
+        `<text x="${lx}" y="${ly}" font-size="11" fill="${c}" transform="rotate(-55 ${lx} ${ly})">${esc(r.miss.cause)}</text>`,
       );
     }
   }
@@ -76,8 +79,8 @@ function tokensChart(a: AnalysisResult): string {
         `<rect x="${left + i * 150}" y="6" width="12" height="12" fill="${c}"/><text x="${left + i * 150 + 18}" y="16" font-size="12">${l}</text>`,
     )
     .join('');
-  const firstT = clockTime(rows[0]!.time);
-  const lastT = clockTime(rows[rows.length - 1]!.time);
+  const firstT = clockTime(rows[0]?.time ?? 0);
+  const lastT = clockTime(rows[rows.length - 1]?.time ?? 0);
   return `<svg role="img" aria-label="input tokens per request" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">${legend}${axis}${parts.join('')}<text x="${left}" y="${H - 12}" font-size="11">${firstT} UTC</text><text x="${W - 10}" y="${H - 12}" font-size="11" text-anchor="end">${lastT} UTC · ${rows.length} requests</text></svg>`;
 }
 
@@ -110,7 +113,7 @@ export function renderHtmlReport(a: AnalysisResult): string {
     .filter((r) => r.fork)
     .map(
       (r) =>
-        `<li>${esc(r.id)} (turn ${r.turn} of ${esc(r.session)}) forked from ${esc(r.fork!.parent)}${r.miss ? ` — ${esc(r.miss.cause)}` : ' — read its parent’s cache'}</li>`,
+        `<li>${esc(r.id)} (turn ${r.turn} of ${esc(r.session)}) forked from ${esc(r.fork?.parent ?? '?')}${r.miss ? ` — ${esc(r.miss.cause)}` : ' — read its parent’s cache'}</li>`,
     )
     .join('');
   const misses = a.misses
