@@ -2,6 +2,20 @@
 // Exports only what works today; later capabilities add their own entry points (sim, proxy, fork, guard).
 
 export {
+  type AnalysisResult,
+  type AnalyzedRequest,
+  type AnalyzeOptions,
+  analyzeRecords,
+  type BustCause,
+  type Miss,
+  type MissDetail,
+  type SessionSummary,
+} from './analyze/analyze-captures.js';
+export { type AnalyzePathsOptions, analyzePaths } from './analyze/analyze-paths.js';
+export { costOf, type RequestCost, wasteOf } from './analyze/cost.js';
+export { describeMiss } from './analyze/describe-miss.js';
+export { BUILT_IN_PRICES, loadPriceFile, type PriceRow, PriceTable } from './analyze/price-table.js';
+export {
   AnthropicCache,
   type AnthropicCacheOptions,
   type AnthropicCacheResult,
@@ -78,6 +92,8 @@ export {
   type TokenEstimator,
 } from './prefix/token-estimate.js';
 export type { CacheMarker } from './prefix/unit-info.js';
+export { renderHtmlReport } from './report/html-report.js';
+export { renderTerminalReport } from './report/terminal-report.js';
 export {
   type ByteSpan,
   detectFormat,

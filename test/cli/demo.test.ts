@@ -16,6 +16,17 @@ describe('cacheward demo', () => {
     expect(r.stdout).toContain('`mcp__db__query` was inserted before `Edit`');
     expect(r.stdout).toMatch(/no bust: all [\d,]+ tokens of the earlier request stay cached/);
     expect(r.stdout).not.toContain('expected this pair');
+    // Part two: the scripted session's report names its busts.
+    expect(r.stdout).toMatch(/cacheward report: 3 sessions, 22 requests/);
+    for (const cause of [
+      'tools changed',
+      'cache expired',
+      'fork diverged',
+      'model changed',
+      'parameters changed',
+    ]) {
+      expect(r.stdout).toContain(cause);
+    }
   });
 
   it('writes the pairs for cacheward diff with --write, and diff agrees with the demo', async () => {
