@@ -48,11 +48,13 @@ async function run(
   io: CliIO,
   prices: PriceTable,
   ttlOverride?: number,
+  keepRequests = true,
 ): Promise<AnalysisResult> {
   try {
     const onProgress = progress(io);
     return await analyzePaths(paths, {
       prices,
+      keepRequests,
       ...(ttlOverride !== undefined ? { ttlOverride } : {}),
       onWarning: (w) => io.err(`cacheward: warning: ${w}`),
       ...(onProgress ? { onProgress } : {}),
@@ -74,7 +76,14 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
     .option('--prices <file>', 'a JSON list of dated price rows that add to or override the built-in table')
     .option('--misses <n>', 'how many of the costliest misses to list', '10')
     .action(async (paths: string[], opts: ReportOptions) => {
-      const result = await run(paths, io, await prices(opts.prices));
+      // Per-request rows feed the charts and the JSON; the terminal summary does without them (constant memory).
+      const result = await run(
+        paths,
+        io,
+        await prices(opts.prices),
+        undefined,
+        Boolean(opts.json || opts.html),
+      );
       if (opts.html) await writeFile(opts.html, renderHtmlReport(result));
       if (opts.json) io.out(JSON.stringify(result, null, 2));
       else {

@@ -1,0 +1,15 @@
+// Runs the analysis of one capture folder and prints its time and peak RSS as JSON (for bench/analyze.ts).
+import { analyzePaths, PriceTable } from '../dist/index.js';
+
+let peak = process.memoryUsage().rss;
+const timer = setInterval(() => {
+  peak = Math.max(peak, process.memoryUsage().rss);
+}, 20);
+const t0 = performance.now();
+const result = await analyzePaths([process.argv[2]], { prices: new PriceTable(), keepRequests: false });
+const ms = performance.now() - t0;
+clearInterval(timer);
+peak = Math.max(peak, process.memoryUsage().rss);
+process.stdout.write(
+  JSON.stringify({ ms, records: result.generatedFrom.records, peakRss: peak, misses: result.misses.length }),
+);
