@@ -66,6 +66,35 @@ export function bustSessionSteps(): SessionStep[] {
     body: fork,
     expect: 'fork_diverged',
   });
+  // A summary done right: a fork that appends its instruction to the parent's exact request.
+  steps.push({
+    label: 'a summary fork that reuses the parent prefix',
+    session: 'summary-fork',
+    body: appendUserTurn(conv, 'Summarize the conversation so far in five bullets.'),
+  });
+  // A summary done naively: the history re-rendered as one message under another system prompt.
+  const transcript = (conv.messages as Json[])
+    .map((m) => `${String(m.role)}: ${JSON.stringify(m.content)}`)
+    .join('\n');
+  steps.push({
+    label: 'a standalone summary that re-renders the history',
+    session: 'summary-standalone',
+    body: {
+      model: conv.model,
+      max_tokens: 1024,
+      tools: conv.tools,
+      system: [{ type: 'text', text: 'You summarize agent sessions.', cache_control: { type: 'ephemeral' } }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: `Summarize:\n${transcript}`, cache_control: { type: 'ephemeral' } },
+          ],
+        },
+      ],
+    },
+    expect: 'fork_diverged',
+  });
   conv = appendUserTurn(conv, 'Carry on with the plan.');
   push('the main line goes on', conv);
   // The history is edited in the middle (a reminder dropped from an old message).

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { AnalysisResult, AnalyzedRequest } from '../../src/analyze/analyze-captures.js';
 import { analyzePaths } from '../../src/analyze/analyze-paths.js';
 import { PriceTable } from '../../src/analyze/price-table.js';
+import type { CaptureRecord } from '../../src/capture/capture-record.js';
 import { type BustSessionResult, runBustSession } from '../../src/demo/bust-session.js';
 import { cli } from '../cli/run-cli.js';
 
@@ -99,21 +100,61 @@ describe('cacheward report names every cause', () => {
     expect(result.totals.waste).toBeCloseTo(total, 10);
   });
 
+  it('tells a summary fork that reads its parent from a standalone summary that re-renders it', () => {
+    const fork = bySession.get('summary-fork')?.[0];
+    const standalone = bySession.get('summary-standalone')?.[0];
+    expect(fork?.miss).toBeUndefined();
+    expect(fork?.usage?.cacheRead).toBeGreaterThan((fork?.usage?.inputTotal ?? 0) * 0.95);
+    expect(standalone?.miss?.cause).toBe('fork_diverged');
+    expect(standalone?.usage?.cacheRead).toBeLessThan((standalone?.usage?.inputTotal ?? 1) * 0.4);
+  });
+
+  it('says whether provider diagnostics agree with its cause', async () => {
+    const { analyzeRecords } = await import('../../src/analyze/analyze-captures.js');
+    const { readCaptures } = await import('../../src/capture/capture-reader.js');
+    const records: CaptureRecord[] = [];
+    for await (const r of readCaptures([run.dir], { bodies: false })) records.push(r.record);
+    const tools = result.misses.find((m) => m.cause === 'tools_changed')!;
+    const ttl = result.misses.find((m) => m.cause === 'ttl_expired')!;
+    const model = result.misses.find((m) => m.cause === 'model_changed')!;
+    for (const r of records) {
+      if (r.id === tools.requestId)
+        r.diagnostics = { cache_miss_reason: { type: 'tools_changed', cache_missed_input_tokens: 9000 } };
+      if (r.id === ttl.requestId) r.diagnostics = null;
+      if (r.id === model.requestId)
+        r.diagnostics = { cache_miss_reason: { type: 'system_changed', cache_missed_input_tokens: 9000 } };
+    }
+    async function* feed() {
+      yield* records;
+    }
+    const again = await analyzeRecords(feed(), { prices: new PriceTable() });
+    const by = (id: string) => again.misses.find((m) => m.requestId === id)?.providerDiagnosis;
+    expect(by(tools.requestId)).toEqual({ reason: 'tools_changed', agrees: true });
+    expect(by(ttl.requestId)).toEqual({ reason: 'none', agrees: true });
+    expect(by(model.requestId)).toEqual({ reason: 'system_changed', agrees: false });
+  });
+
   it('keeps the hit rate token-weighted and the sessions apart', () => {
     const t = result.totals;
     expect(t.hitRate).toBeCloseTo(t.readTokens / t.inputTokens, 10);
-    expect(result.sessions.map((s) => s.session).sort()).toEqual(['classifier', 'main', 'review-fork']);
+    expect(result.sessions.map((s) => s.session).sort()).toEqual([
+      'classifier',
+      'main',
+      'review-fork',
+      'summary-fork',
+      'summary-standalone',
+    ]);
     expect(result.sessions.find((s) => s.session === 'main')?.concurrent).toBe(1);
   });
 });
 
 describe('report output', () => {
   it('prints a summary and the costliest misses, one line each', async () => {
-    const r = await cli(['report', run.dir]);
+    const r = await cli(['report', run.dir, '--misses', '20']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^cacheward report: 3 sessions, \d+ requests/);
+    expect(r.stdout).toMatch(/^cacheward report: 5 sessions, \d+ requests/);
     expect(r.stdout).toMatch(/hit rate [\d.]+% \(token-weighted/);
-    expect(r.stdout).toMatch(/costliest misses \(13 in all\):/);
+    expect(r.stdout).toMatch(/costliest misses \(14 in all\):/);
     expect(r.stdout).toMatch(/turn \d+, \d\d:\d\d:\d\d — tools changed: `mcp__db__query` added at index 4/);
   });
 
