@@ -587,7 +587,10 @@ function pickParent(
 ): Seen | undefined {
   if (!prev) return lineage;
   if (!lineage || lineage.id === prev.id) return prev;
-  return lineagePrefixLength(prefix, lineage) > lineagePrefixLength(prefix, prev) ? lineage : prev;
+  const withPrev = lineagePrefixLength(prefix, prev);
+  // A request that extends its session's previous one is the main line, whatever siblings share with it.
+  if (withPrev === prev.prefix.blocks.length) return prev;
+  return lineagePrefixLength(prefix, lineage) > withPrev ? lineage : prev;
 }
 
 function lineagePrefixLength(prefix: CapturedPrefix, other: Seen): number {

@@ -145,6 +145,8 @@ describe('cacheward report names every cause', () => {
       'summary-standalone',
     ]);
     expect(result.sessions.find((s) => s.session === 'main')?.concurrent).toBe(1);
+    // The main line is never its own fork, even when a sibling shares one more block with it.
+    expect(result.sessions.find((s) => s.session === 'main')?.forks).toBe(0);
   });
 });
 
