@@ -2,6 +2,7 @@
 // In `hashes` mode it holds no prompt text: identities, sizes, token estimates and small parameters only.
 
 import { hash } from 'node:crypto';
+import type { DeclaredChange } from '../fixes/fix.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
 import type { NormalizedUsage } from '../wire/usage.js';
@@ -51,6 +52,8 @@ export interface FixNote {
   fix: string;
   changed: boolean;
   notes: string[];
+  /** The changes the fix declared (which, what, where). */
+  changes?: DeclaredChange[];
   error?: string;
 }
 

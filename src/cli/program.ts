@@ -7,6 +7,7 @@ import { VERSION } from '../core/version.js';
 import { registerDemo } from './commands/demo.js';
 import { registerDiff } from './commands/diff.js';
 import { registerProxy } from './commands/proxy.js';
+import { registerReplay } from './commands/replay.js';
 import { registerReport } from './commands/report.js';
 import { registerSim } from './commands/sim.js';
 import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
@@ -36,6 +37,7 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
   registerSim(program, io, setExit);
   registerProxy(program, io, setExit);
   registerReport(program, io, setExit);
+  registerReplay(program, io, setExit);
   for (const cmd of program.commands) cmd.exitOverride();
   try {
     await program.parseAsync([...argv], { from: 'user' });

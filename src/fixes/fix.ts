@@ -26,7 +26,22 @@ export interface FixResult<S> {
   headers?: Record<string, string>;
   state: S;
   notes: string[];
+  /** What the fix changed, declared, so the replay gate can tell declared changes from harm. */
+  changes?: DeclaredChange[];
 }
+
+/**
+ * A change a fix declares. `insert-message`: a message the client did not send, at this index of the
+ * forwarded messages. `restructure`: the same content units in a different message shape. `tools`: the
+ * forwarded tools[] differs from the client's (frozen, sorted, or with deferred additions). `ttl`: cache
+ * marker lifetimes changed. `beta`: an anthropic-beta value was added.
+ */
+export type DeclaredChange =
+  | { kind: 'insert-message'; index: number }
+  | { kind: 'restructure' }
+  | { kind: 'tools'; detail: string }
+  | { kind: 'ttl'; ttl: string }
+  | { kind: 'beta'; value: string };
 
 /** A pure request rewrite: `(request, sessionState, context) → { request, state, notes }`. */
 export interface Fix<S = unknown> {
@@ -79,6 +94,8 @@ export interface PipelineResult {
   changed: boolean;
   notes: FixNote[];
   states: Map<string, unknown>;
+  /** Every change the fixes declared, in order (insert indices refer to the final forwarded messages). */
+  changes: DeclaredChange[];
 }
 
 /**
@@ -96,6 +113,7 @@ export function runFixes(
   const headers: Record<string, string> = { ...request.headers };
   const notes: FixNote[] = [];
   const next = new Map(states);
+  const changes: DeclaredChange[] = [];
   let changed = false;
   for (const fix of fixes) {
     try {
@@ -108,7 +126,13 @@ export function runFixes(
       if (out.headers) Object.assign(headers, out.headers);
       if (bodyChanged && out.body) current = { body: out.body, prefix: reparse(out.body), headers };
       else if (headerChanged) current = { ...current, headers };
-      notes.push({ fix: fix.name, changed: bodyChanged || headerChanged, notes: out.notes });
+      notes.push({
+        fix: fix.name,
+        changed: bodyChanged || headerChanged,
+        notes: out.notes,
+        ...(out.changes?.length ? { changes: out.changes } : {}),
+      });
+      if (out.changes) changes.push(...out.changes);
       changed ||= bodyChanged || headerChanged;
     } catch (err) {
       return {
@@ -124,8 +148,9 @@ export function runFixes(
           },
         ],
         states: new Map(states),
+        changes: [],
       };
     }
   }
-  return { body: current.body, headers, changed, notes, states: next };
+  return { body: current.body, headers, changed, notes, states: next, changes };
 }

@@ -4,6 +4,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { Agent } from 'undici';
 import type { CaptureMode } from '../capture/capture-record.js';
@@ -14,13 +15,14 @@ import { CachewardError } from '../core/errors.js';
 import { VERSION } from '../core/version.js';
 import { type Fix, type FixRegistry, runFixes } from '../fixes/fix.js';
 import { fixRegistry } from '../fixes/registry.js';
+import { SessionStateStore } from '../fixes/session-state-store.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { errorBody } from '../sim/provider-errors.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { ExchangeRecorder } from './exchange-recorder.js';
 import { ProxyMetrics } from './proxy-metrics.js';
 import { ResponseTap } from './response-tap.js';
-import { LineageIndex } from './session-key.js';
+import { explicitSession, LineageIndex } from './session-key.js';
 
 export const DEFAULT_ANTHROPIC_UPSTREAM = 'https://api.anthropic.com';
 export const DEFAULT_OPENAI_UPSTREAM = 'https://api.openai.com';
@@ -40,6 +42,10 @@ export interface ProxyOptions {
   /** Fixes by name (see `cacheward proxy --help`), or fix objects. */
   fixes?: ReadonlyArray<string | Fix>;
   registry?: FixRegistry;
+  /** The `ttl` fix's lifetime (default 1h). */
+  fixTtl?: '5m' | '1h';
+  /** Where fix state per session is kept across restarts (default `<dir>/state`). */
+  stateDir?: string;
   /** The clock every timestamp comes from. Default: the system clock. */
   clock?: Clock;
   /** Port (0 = any free one) and address; binding anywhere but loopback requires `token`. */
@@ -153,7 +159,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       );
     }
   }
-  const registry = options.registry ?? fixRegistry();
+  const registry = options.registry ?? fixRegistry(options.fixTtl ?? '1h');
   const fixes = (options.fixes ?? []).map((f) =>
     typeof f === 'string' ? (registry.resolve([f])[0] as Fix) : f,
   );
@@ -168,7 +174,10 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
   const metrics = new ProxyMetrics();
   const builder = new PrefixBuilder();
   const recorder = new ExchangeRecorder({ writer, metrics, builder, lineage: new LineageIndex() });
-  const fixStates = new Map<string, Map<string, unknown>>();
+  const fixStates = new SessionStateStore(
+    fixes.length ? (options.stateDir ?? join(options.dir ?? defaultCaptureDir(), 'state')) : undefined,
+    log,
+  );
   const agent = new Agent({ keepAliveTimeout: 60_000, connections: 256, headersTimeout: 0, bodyTimeout: 0 });
   const token = options.token ? Buffer.from(options.token) : undefined;
   const version = VERSION;
@@ -246,8 +255,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
           format,
           headers: { 'anthropic-beta': requestHeaders.get('anthropic-beta') ?? undefined },
         });
-        const session = requestHeaders.get('x-cacheward-session') ?? 'default';
-        const states = fixStates.get(session) ?? new Map();
+        const session = explicitSession(requestHeaders, prefix.body.fields)?.key ?? 'default';
+        const states = fixStates.get(session);
         const headersIn: Record<string, string> = {};
         requestHeaders.forEach((v, k) => {
           if (k === 'anthropic-beta') headersIn[k] = v;
@@ -449,6 +458,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await new Promise((r) => setImmediate(r));
       await writer.close();
+      await fixStates.flush();
       await agent.close();
     },
   };

@@ -17,6 +17,7 @@ interface ProxyCliOptions {
   fix?: string;
   token?: string;
   maxMb?: string;
+  ttl: '5m' | '1h';
 }
 
 export function registerProxy(program: Command, io: CliIO, setExit: (code: number) => void): void {
@@ -38,7 +39,8 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
     )
     .option('--dir <dir>', 'capture folder (default $XDG_STATE_HOME/cacheward or ~/.local/state/cacheward)')
     .option('--max-mb <n>', 'bound on the capture folder; the oldest files go first')
-    .option('--fix <names>', 'fixes to apply, comma-separated')
+    .option('--fix <names>', 'fixes to apply, comma-separated: tools-freeze, tools-sort, pin-reminders, ttl')
+    .addOption(new Option('--ttl <ttl>', 'the TTL the ttl fix sets').choices(['5m', '1h']).default('1h'))
     .option('--token <token>', 'require this value in the x-cacheward-token header')
     .addHelpText(
       'after',
@@ -71,6 +73,7 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
               }
             : {}),
           ...(opts.token ? { token: opts.token } : {}),
+          fixTtl: opts.ttl,
           log: (line) => io.err(`cacheward proxy: ${line}`),
         });
       } catch (err) {
