@@ -30,7 +30,7 @@ function session(mutate: (body: Json, turn: number) => Json, setup: (body: Json)
 
 const withReminder = (b: Json) => {
   const msgs = b.messages as Msg[];
-  (msgs[4]?.content as Json[]).push({ ...REMINDER });
+  (msgs[4]!.content as Json[]).push({ ...REMINDER });
   return b;
 };
 const withOwnReminder = (b: Json) => {
@@ -77,7 +77,7 @@ const CLASSES: Array<{ name: string; fix: string; cause: string; bodies: Json[] 
     bodies: session((b) => {
       const msgs = b.messages as Msg[];
       const own = msgs.splice(5, 1)[0] as Msg;
-      (msgs[4]?.content as Json[]).push(...(own.content as Json[]));
+      (msgs[4]!.content as Json[]).push(...(own.content as Json[]));
       return b;
     }, withOwnReminder),
   },
@@ -87,7 +87,7 @@ const CLASSES: Array<{ name: string; fix: string; cause: string; bodies: Json[] 
     cause: 'messages_edited',
     bodies: session((b) => {
       const msgs = b.messages as Msg[];
-      const moved = (msgs[4]?.content as Json[]).pop() as Json;
+      const moved = (msgs[4]!.content as Json[]).pop() as Json;
       msgs.splice(5, 0, { role: 'user', content: [moved] });
       return b;
     }, withReminder),
