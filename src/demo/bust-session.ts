@@ -175,10 +175,11 @@ export interface BustSessionResult {
 export async function runBustSession(
   dir: string,
   clock: AdvanceableClock = new OffsetClock(),
+  fixes: string[] = [],
 ): Promise<BustSessionResult> {
   const sim = createSimulator({ clock });
   const simUrl = await sim.listen(0);
-  const proxy = await createProxy({ upstream: simUrl, dir, clock, capture: 'hashes', log: () => {} });
+  const proxy = await createProxy({ upstream: simUrl, dir, clock, capture: 'hashes', fixes, log: () => {} });
   const steps = bustSessionSteps();
   try {
     const send = async (step: SessionStep) => {

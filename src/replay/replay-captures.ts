@@ -25,6 +25,8 @@ export interface Violation {
 
 export interface SessionTokens {
   session: string;
+  /** The model of the session's first request (for pricing). */
+  model: string | undefined;
   requests: number;
   withoutFixes: { written: number; read: number; rewritten: number };
   withFixes: { written: number; read: number; rewritten: number };
@@ -248,6 +250,7 @@ function tokensBySession(replayed: readonly Replayed[]): SessionTokens[] {
   replayed.forEach((r, i) => {
     const s = out.get(r.session) ?? {
       session: r.session,
+      model: r.client.model,
       requests: 0,
       withoutFixes: { written: 0, read: 0, rewritten: 0 },
       withFixes: { written: 0, read: 0, rewritten: 0 },

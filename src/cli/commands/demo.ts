@@ -6,7 +6,9 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import type { AnalysisResult } from '../../analyze/analyze-captures.js';
 import { analyzePaths } from '../../analyze/analyze-paths.js';
+import { formatUsd } from '../../analyze/describe-miss.js';
 import { PriceTable } from '../../analyze/price-table.js';
 import { bustExamples } from '../../demo/bust-examples.js';
 import { runBustSession } from '../../demo/bust-session.js';
@@ -86,11 +88,62 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
         io.out('');
         const result = await analyzePaths([dir], { prices: new PriceTable() });
         for (const line of renderTerminalReport(result, s, 20)) io.out(line);
-        if (opts.captures)
+        if (opts.captures) {
           io.out(s.dim(`\nThe captures are in ${dir}: try cacheward report ${dir} --html report.html`));
+        }
+
+        // Part three: the same session with the fixes on, the two reports side by side.
+        const fixes = ['tools-freeze', 'pin-reminders'];
+        const fixedDir = await mkdtemp(join(tmpdir(), 'cacheward-demo-fixed-'));
+        try {
+          await runBustSession(fixedDir, undefined, fixes);
+          const fixed = await analyzePaths([fixedDir], { prices: new PriceTable() });
+          io.out('');
+          io.out(
+            s.bold(`The same session through \`cacheward proxy --fix ${fixes.join(',')}\`, side by side:`),
+          );
+          for (const line of sideBySide(result, fixed)) io.out(line);
+          io.out(
+            s.dim(
+              '  tools_changed is gone: the new tool was announced, tools[] stayed byte-stable. The real history edit\n' +
+                '  stays (pin-reminders does not hide true rewrites). The summary fork, sent under a session of its own,\n' +
+                "  does not carry the main session's announcement and now diverges: send forks with the parent's\n" +
+                '  session key so they share its fix state.',
+            ),
+          );
+        } finally {
+          await rm(fixedDir, { recursive: true, force: true });
+        }
       } finally {
         if (!opts.captures) await rm(dir, { recursive: true, force: true });
       }
       setExit(wrong ? EXIT_FINDING : EXIT_OK);
     });
+}
+
+/** The two reports' causes in two columns: misses and waste without the fixes, and with them. */
+function sideBySide(without: AnalysisResult, withFixes: AnalysisResult): string[] {
+  const causes = [
+    ...new Set([...without.byCause.map((c) => c.cause), ...withFixes.byCause.map((c) => c.cause)]),
+  ];
+  const cell = (a: AnalysisResult, cause: string) => {
+    const c = a.byCause.find((x) => x.cause === cause);
+    return c ? `${c.misses} × ${formatUsd(c.waste)}` : '-';
+  };
+  const rows = [
+    ['', 'without fixes', 'with fixes'],
+    ['spend', formatUsd(without.totals.cost), formatUsd(withFixes.totals.cost)],
+    ['waste', formatUsd(without.totals.waste), formatUsd(withFixes.totals.waste)],
+    [
+      'hit rate',
+      `${((without.totals.hitRate ?? 0) * 100).toFixed(1)}%`,
+      `${((withFixes.totals.hitRate ?? 0) * 100).toFixed(1)}%`,
+    ],
+    ...causes.map((c) => [c, cell(without, c), cell(withFixes, c)]),
+  ];
+  const w = [0, 1, 2].map((i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map(
+    (r) =>
+      `  ${(r[0] ?? '').padEnd(w[0] ?? 0)}  ${(r[1] ?? '').padStart(w[1] ?? 0)}  ${(r[2] ?? '').padStart(w[2] ?? 0)}`,
+  );
 }

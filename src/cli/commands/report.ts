@@ -7,6 +7,8 @@ import type { AnalysisResult } from '../../analyze/analyze-captures.js';
 import { analyzePaths } from '../../analyze/analyze-paths.js';
 import { formatUsd } from '../../analyze/describe-miss.js';
 import { loadPriceFile, type PriceRow, PriceTable } from '../../analyze/price-table.js';
+import { fixRegistry } from '../../fixes/registry.js';
+import { replayCaptures } from '../../replay/replay-captures.js';
 import { renderHtmlReport } from '../../report/html-report.js';
 import { renderTerminalReport } from '../../report/terminal-report.js';
 import { EXIT_OK } from '../exit-codes.js';
@@ -99,35 +101,115 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
     .description("the same traffic's cost under other settings, from the same cache model, per session")
     .argument('<paths...>', 'capture files or folders')
     .option('--ttl <ttl>', 'set every breakpoint to this TTL: 5m or 1h')
+    .option(
+      '--fix <names>',
+      'replay full-mode captures through these fixes (as cacheward replay) and price the difference',
+    )
     .option('--prices <file>', 'dated price rows to add or override')
     .option('--json', 'print the comparison as JSON')
-    .action(async (paths: string[], opts: { ttl?: string; prices?: string; json?: boolean }) => {
-      if (opts.ttl !== undefined && opts.ttl !== '5m' && opts.ttl !== '1h')
-        throw new InputError(`--ttl ${opts.ttl}: use 5m or 1h`);
-      if (opts.ttl === undefined) throw new InputError('say what to change: --ttl 5m or --ttl 1h');
-      const table = await prices(opts.prices);
-      const ttl = opts.ttl === '1h' ? 60 * 60_000 : 5 * 60_000;
-      const base = await run(paths, io, table);
-      const alt = await run(paths, io, table, ttl);
-      const comparison = whatIfComparison(base, alt, table, opts.ttl);
-      if (opts.json) io.out(JSON.stringify({ ttl: opts.ttl, ...comparison }, null, 2));
-      else {
-        const s = styles(io.color);
-        io.out(
-          s.bold(`cacheward whatif --ttl ${opts.ttl}: the same requests, every breakpoint at ${opts.ttl}`),
-        );
-        io.out(
-          `  as sent (modelled): ${formatUsd(comparison.baseCost)}   with --ttl ${opts.ttl}: ${formatUsd(comparison.altCost)}   difference: ${formatUsd(comparison.altCost - comparison.baseCost)}`,
-        );
-        io.out('');
-        for (const x of comparison.sessions) {
-          io.out(
-            `  ${x.session.padEnd(30)} ${formatUsd(x.base).padStart(10)} -> ${formatUsd(x.alt).padStart(10)}  (${x.alt - x.base >= 0 ? '+' : ''}${formatUsd(x.alt - x.base)})`,
-          );
+    .action(
+      async (paths: string[], opts: { ttl?: string; fix?: string; prices?: string; json?: boolean }) => {
+        if (opts.ttl !== undefined && opts.ttl !== '5m' && opts.ttl !== '1h') {
+          throw new InputError(`--ttl ${opts.ttl}: use 5m or 1h`);
         }
-      }
-      setExit(EXIT_OK);
-    });
+        const table = await prices(opts.prices);
+        if (opts.fix !== undefined) {
+          await whatIfFixes(paths, opts.fix, opts.ttl === '5m' ? '5m' : '1h', table, io, Boolean(opts.json));
+          setExit(EXIT_OK);
+          return;
+        }
+        if (opts.ttl === undefined)
+          throw new InputError('say what to change: --ttl 5m, --ttl 1h or --fix NAMES');
+        const ttl = opts.ttl === '1h' ? 60 * 60_000 : 5 * 60_000;
+        const base = await run(paths, io, table);
+        const alt = await run(paths, io, table, ttl);
+        const comparison = whatIfComparison(base, alt, table, opts.ttl);
+        if (opts.json) io.out(JSON.stringify({ ttl: opts.ttl, ...comparison }, null, 2));
+        else {
+          const s = styles(io.color);
+          io.out(
+            s.bold(`cacheward whatif --ttl ${opts.ttl}: the same requests, every breakpoint at ${opts.ttl}`),
+          );
+          io.out(
+            `  as sent (modelled): ${formatUsd(comparison.baseCost)}   with --ttl ${opts.ttl}: ${formatUsd(comparison.altCost)}   difference: ${formatUsd(comparison.altCost - comparison.baseCost)}`,
+          );
+          io.out('');
+          for (const x of comparison.sessions) {
+            io.out(
+              `  ${x.session.padEnd(30)} ${formatUsd(x.base).padStart(10)} -> ${formatUsd(x.alt).padStart(10)}  (${x.alt - x.base >= 0 ? '+' : ''}${formatUsd(x.alt - x.base)})`,
+            );
+          }
+        }
+        setExit(EXIT_OK);
+      },
+    );
+}
+
+/** `whatif --fix`: the replay's re-written tokens without and with the fixes, priced per session. */
+async function whatIfFixes(
+  paths: string[],
+  names: string,
+  ttl: '5m' | '1h',
+  table: PriceTable,
+  io: CliIO,
+  json: boolean,
+): Promise<void> {
+  let fixes: ReturnType<ReturnType<typeof fixRegistry>['resolve']>;
+  try {
+    fixes = fixRegistry(ttl).resolve(
+      names
+        .split(',')
+        .map((f) => f.trim())
+        .filter(Boolean),
+    );
+  } catch (err) {
+    throw new InputError((err as Error).message);
+  }
+  const result = await replayCaptures(paths, { fixes, onWarning: (w) => io.err(`cacheward: warning: ${w}`) });
+  const sessions = result.sessions.map((x) => {
+    const p = table.lookup(x.model);
+    const per = p ? (p.write5m - p.read) / 1e6 : null;
+    return {
+      session: x.session,
+      model: x.model,
+      rewrittenWithout: x.withoutFixes.rewritten,
+      rewrittenWith: x.withFixes.rewritten,
+      wasteWithout: per === null ? null : x.withoutFixes.rewritten * per,
+      wasteWith: per === null ? null : x.withFixes.rewritten * per,
+    };
+  });
+  if (json) {
+    io.out(
+      JSON.stringify(
+        {
+          fixes: fixes.map((f) => f.name),
+          requests: result.requests,
+          violations: result.violations,
+          sessions,
+        },
+        null,
+        2,
+      ),
+    );
+    return;
+  }
+  const s = styles(io.color);
+  io.out(
+    s.bold(
+      `cacheward whatif --fix ${fixes.map((f) => f.name).join(',')}: ${result.requests} captured requests replayed`,
+    ),
+  );
+  for (const x of sessions) {
+    io.out(
+      `  ${x.session.padEnd(30)} re-written ${x.rewrittenWithout} -> ${x.rewrittenWith} tokens; waste ${formatUsd(x.wasteWithout)} -> ${formatUsd(x.wasteWith)}`,
+    );
+  }
+  if (result.violations.length)
+    io.out(
+      s.yellow(
+        `  ${result.violations.length} invariant violations: run cacheward replay --gate for the list`,
+      ),
+    );
 }
 
 /**

@@ -1,0 +1,124 @@
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../src/core/clock.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
+import { SessionStateStore } from '../../src/fixes/session-state-store.js';
+import { createProxy } from '../../src/proxy/create-proxy.js';
+import { createSimulator } from '../../src/sim/simulator.js';
+import { cli } from '../cli/run-cli.js';
+
+type Json = Record<string, unknown>;
+
+function turns(): Json[] {
+  let conv = agentConversation({ turns: 3, seed: 51 });
+  const out: Json[] = [];
+  for (let t = 1; t <= 5; t++) {
+    const body = structuredClone(conv);
+    if (t >= 3) body.tools = [...(body.tools as Json[]), anthropicTool('mcp__late')];
+    out.push(body);
+    conv = appendUserTurn(conv, `t${t}`);
+  }
+  return out;
+}
+
+describe('fix state survives a proxy restart', () => {
+  it('keeps the frozen tools and announcements across a restart, so the cache still reads', async () => {
+    const clock = new VirtualClock();
+    const sim = createSimulator({ clock });
+    const simUrl = await sim.listen(0);
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-restart-'));
+    const bodies = turns();
+    const usage: Json[] = [];
+    const send = async (url: string, body: Json) => {
+      clock.advance(10_000);
+      const res = await fetch(`${url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'k', 'x-cacheward-session': 'r' },
+        body: JSON.stringify(body),
+      });
+      usage.push(((await res.json()) as { usage: Json }).usage);
+    };
+    const first = await createProxy({ upstream: simUrl, dir, clock, fixes: ['tools-freeze'], log: () => {} });
+    for (const b of bodies.slice(0, 3)) await send(first.url, b);
+    await first.close();
+    const second = await createProxy({
+      upstream: simUrl,
+      dir,
+      clock,
+      fixes: ['tools-freeze'],
+      log: () => {},
+    });
+    for (const b of bodies.slice(3)) await send(second.url, b);
+    await second.close();
+    await sim.close();
+    // After the restart the forwarded prefix is the same: the last turns read nearly everything.
+    for (const u of usage.slice(3))
+      expect(u.cache_read_input_tokens as number).toBeGreaterThan(
+        (u.cache_creation_input_tokens as number) * 10,
+      );
+    const stateFiles = readdirSync(join(dir, 'state'));
+    expect(stateFiles).toHaveLength(1);
+    expect(JSON.parse(readFileSync(join(dir, 'state', stateFiles[0] as string), 'utf8')).session).toBe('r');
+  });
+
+  it('never leaves a torn state file when two stores write one folder at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-state-race-'));
+    const a = new SessionStateStore(dir);
+    const b = new SessionStateStore(dir);
+    for (let i = 0; i < 50; i++) {
+      a.set('shared', new Map([['tools-freeze', { writer: 'a', i, pad: 'x'.repeat(5000) }]]));
+      b.set('shared', new Map([['tools-freeze', { writer: 'b', i, pad: 'y'.repeat(7000) }]]));
+    }
+    await Promise.all([a.flush(), b.flush()]);
+    const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+    expect(files).toHaveLength(1);
+    const doc = JSON.parse(readFileSync(join(dir, files[0] as string), 'utf8')) as {
+      states: { 'tools-freeze': { i: number } };
+    };
+    expect(doc.states['tools-freeze'].i).toBe(49);
+    const fresh = new SessionStateStore(dir);
+    expect(fresh.get('shared').get('tools-freeze')).toMatchObject({ i: 49 });
+  });
+});
+
+describe('whatif --fix', () => {
+  it('prices the replay with and without the fixes, per session', async () => {
+    const clock = new VirtualClock();
+    const sim = createSimulator({ clock });
+    const simUrl = await sim.listen(0);
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-whatif-fix-'));
+    const p = await createProxy({ upstream: simUrl, dir, clock, capture: 'full', log: () => {} });
+    for (const b of turns()) {
+      clock.advance(10_000);
+      const res = await fetch(`${p.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'k', 'x-cacheward-session': 'w' },
+        body: JSON.stringify(b),
+      });
+      await res.text();
+    }
+    await p.flush();
+    await p.close();
+    await sim.close();
+    const r = await cli(['whatif', dir, '--fix', 'tools-freeze', '--json']);
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.stdout) as {
+      sessions: Array<{
+        session: string;
+        rewrittenWithout: number;
+        rewrittenWith: number;
+        wasteWithout: number;
+        wasteWith: number;
+      }>;
+    };
+    const w = j.sessions.find((s) => s.session === 'w');
+    expect(w?.rewrittenWithout).toBeGreaterThan(1000);
+    expect(w?.rewrittenWith).toBeLessThanOrEqual((w?.rewrittenWithout ?? 0) * 0.01);
+    expect(w?.wasteWithout).toBeGreaterThan(0);
+    expect((await cli(['whatif', dir, '--fix', 'no-such-fix'])).stderr).toMatch(
+      /unknown fix "no-such-fix"; known fixes: tools-freeze, tools-sort, pin-reminders, ttl/,
+    );
+  });
+});
