@@ -1,4 +1,21 @@
-// The `cacheward/fork` entry point. It exports nothing yet: its capability is an open issue, and an
-// export must never pretend to work before it does.
+// The `cacheward/fork` entry point: fork requests that read the parent's cache, the parity check, and the
+// background runner that applies only fresh, validated results.
 
-export {};
+export {
+  BackgroundForks,
+  type BackgroundForksOptions,
+  type ForkOutcome,
+  ForkRefusedError,
+  type ForkReply,
+  type ValidReply,
+  validateReply,
+} from './background-forks.js';
+export {
+  type ForkedRequest,
+  type ForkOptions,
+  type ForkParent,
+  type ForkParity,
+  ForkParityError,
+  forkRequest,
+  verifyForkParity,
+} from './fork-request.js';

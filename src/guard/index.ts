@@ -1,4 +1,20 @@
-// The `cacheward/guard` entry point. It exports nothing yet: its capability is an open issue, and an
-// export must never pretend to work before it does.
+// The `cacheward/guard` entry point: the tool gate for forks, the stale-state guard, and the CAS file store.
+// Background work that must never write stale state uses these; none of them calls a model.
 
-export {};
+export {
+  CasConflictError,
+  CasContext,
+  type CasDocument,
+  CasFileStore,
+  type CasFileStoreOptions,
+  LockTimeoutError,
+  NotReadFirstError,
+} from './cas-file-store.js';
+export { checkNotStale, type StaleDecision, StaleGuard, snapshotToken } from './snapshot-token.js';
+export {
+  defaultIsWrite,
+  type GateDecision,
+  ToolGate,
+  type ToolGateOptions,
+  type WriteClassifier,
+} from './tool-gate.js';
