@@ -12,6 +12,7 @@ import { formatUsd } from '../../analyze/describe-miss.js';
 import { PriceTable } from '../../analyze/price-table.js';
 import { bustExamples } from '../../demo/bust-examples.js';
 import { runBustSession } from '../../demo/bust-session.js';
+import { compareReviewForks } from '../../demo/review-fork-demo.js';
 import { PrefixBuilder } from '../../prefix/build-prefix.js';
 import { describeDivergence, formatCount } from '../../prefix/describe-divergence.js';
 import { comparePrefixes } from '../../prefix/first-divergence.js';
@@ -116,6 +117,26 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
         }
       } finally {
         if (!opts.captures) await rm(dir, { recursive: true, force: true });
+      }
+
+      // Part four: background work that reads the parent's cache, or re-bills it.
+      io.out('');
+      io.out(
+        s.bold(
+          'Background review and summary of one 12-turn parent, naive and with cacheward/fork (Opus 5 prices):',
+        ),
+      );
+      const rows = await compareReviewForks();
+      const n = new Intl.NumberFormat('en-US');
+      io.out(
+        s.dim(
+          `  ${'request'.padEnd(32)} ${'read'.padStart(8)} ${'written'.padStart(8)} ${'cost'.padStart(8)}`,
+        ),
+      );
+      for (const r of rows) {
+        io.out(
+          `  ${r.label.padEnd(32)} ${n.format(r.read).padStart(8)} ${n.format(r.written).padStart(8)} ${formatUsd(r.cost).padStart(8)}`,
+        );
       }
       setExit(wrong ? EXIT_FINDING : EXIT_OK);
     });
