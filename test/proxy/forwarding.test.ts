@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parsePrefix } from '../../src/prefix/build-prefix.js';
 import { EPHEMERAL, MODES, messagesBody, send } from '../sim/helpers.js';
-import { API_KEY, startProxy } from './helpers.js';
+import { API_KEY, OPENAI_KEY, startProxy } from './helpers.js';
 
 const h = await startProxy();
 const body = messagesBody(5, 200, { 4: EPHEMERAL });
@@ -158,7 +158,7 @@ describe('capture records', () => {
     for (const file of new Set(recs.map((r) => r.file))) {
       const text = readFileSync(file, 'utf8');
       expect(text).not.toContain(API_KEY);
-      expect(text).not.toContain('sk-proj-cachewardTEST');
+      expect(text).not.toContain(OPENAI_KEY);
       expect(text.toLowerCase()).not.toContain('authorization');
       expect(text).not.toContain('x-api-key');
     }

@@ -12,8 +12,8 @@ import { VirtualClock } from '../../src/core/clock.js';
 import { createProxy, type ProxyOptions, type RunningProxy } from '../../src/proxy/create-proxy.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/sim/simulator.js';
 
-export const API_KEY = 'sk-ant-api03-cachewardTESTkey0123456789abcdefghijklmnopqrstuv';
-export const OPENAI_KEY = 'sk-proj-cachewardTESTopenaikey0123456789abcdefghijk';
+export const API_KEY = 'cacheward-test-anthropic-key-0123456789abcdefghijklmnop';
+export const OPENAI_KEY = 'cacheward-test-openai-key-0123456789abcdefghijk';
 
 export interface ProxyHarness {
   sim: Simulator;
