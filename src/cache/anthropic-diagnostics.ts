@@ -3,6 +3,7 @@
 
 import type { Prefix } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
+import { ExpiringRecords } from './expiring-records.js';
 
 export const CACHE_DIAGNOSIS_BETA = 'cache-diagnosis-2026-04-07';
 
@@ -21,7 +22,6 @@ interface Fingerprint {
   systemEnd: string;
   params: string;
   messageKeys: string[];
-  expiresAt: number;
 }
 
 function endOf(prefix: Prefix, level: 'tools' | 'system'): string {
@@ -29,7 +29,7 @@ function endOf(prefix: Prefix, level: 'tools' | 'system'): string {
   return l.end > l.start ? (prefix.blocks[l.end - 1]?.hash ?? l.foldHash) : l.foldHash;
 }
 
-function fingerprint(prefix: Prefix, expiresAt: number): Fingerprint {
+function fingerprint(prefix: Prefix): Fingerprint {
   const { images: _images, ...params } = prefix.levels.messages.params;
   const m = prefix.levels.messages;
   return {
@@ -38,7 +38,6 @@ function fingerprint(prefix: Prefix, expiresAt: number): Fingerprint {
     systemEnd: endOf(prefix, 'system'),
     params: stableJson(params),
     messageKeys: prefix.blocks.slice(m.start, m.end).map((b) => b.hash),
-    expiresAt,
   };
 }
 
@@ -52,22 +51,15 @@ export interface AnthropicDiagnosticsOptions {
 
 /** Remembers requests by response id and answers `diagnostics` for the next turn. */
 export class AnthropicDiagnostics {
-  private readonly records = new Map<string, Fingerprint>();
-  private readonly retention: number;
-  private readonly max: number;
+  private readonly records: ExpiringRecords<Fingerprint>;
 
   constructor(options: AnthropicDiagnosticsOptions = {}) {
-    this.retention = options.retentionMs ?? 60 * 60_000;
-    this.max = options.maxRecords ?? 100_000;
+    this.records = new ExpiringRecords(options.retentionMs ?? 60 * 60_000, options.maxRecords ?? 100_000);
   }
 
   /** Keeps the request that produced response `id`. */
   remember(id: string, prefix: Prefix, now: number): void {
-    this.records.set(id, fingerprint(prefix, now + this.retention));
-    if (this.records.size > this.max) {
-      const oldest = this.records.keys().next().value;
-      if (oldest !== undefined) this.records.delete(oldest);
-    }
+    this.records.set(id, fingerprint(prefix), now);
   }
 
   clear(): void {
@@ -84,9 +76,9 @@ export class AnthropicDiagnostics {
     now: number,
   ): { cache_miss_reason: AnthropicMissReason } | null {
     if (previousId === null) return null;
-    const prev = this.records.get(previousId);
-    if (!prev || prev.expiresAt <= now) return { cache_miss_reason: { type: 'previous_message_not_found' } };
-    const cur = fingerprint(prefix, 0);
+    const prev = this.records.get(previousId, now);
+    if (!prev) return { cache_miss_reason: { type: 'previous_message_not_found' } };
+    const cur = fingerprint(prefix);
     const missedFrom = (blockIndex: number) =>
       prefix.totalTokens - (prefix.blocks[blockIndex - 1]?.cumulativeTokens ?? 0);
     const changed = (

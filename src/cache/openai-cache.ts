@@ -5,6 +5,7 @@ import { hash } from 'node:crypto';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
 import { type CacheEntry, EntryStore } from './entry-store.js';
+import { ExpiringRecords } from './expiring-records.js';
 
 /** How one model caches. */
 export interface OpenAIModelFacts {
@@ -241,23 +242,18 @@ interface OpenAIFingerprint {
   inputKeys: string[];
   inputTokens: number[];
   total: number;
-  expiresAt: number;
 }
 
 /** Remembers responses and compares a request with the one a `comparison_response_id` names. */
 export class OpenAIDiagnosticsStore {
-  private readonly records = new Map<string, OpenAIFingerprint>();
-  constructor(
-    private readonly retentionMs = 60 * 60_000,
-    private readonly max = 100_000,
-  ) {}
+  private readonly records: ExpiringRecords<OpenAIFingerprint>;
+
+  constructor(retentionMs = 60 * 60_000, max = 100_000) {
+    this.records = new ExpiringRecords(retentionMs, max);
+  }
 
   remember(id: string, prefix: Prefix, serviceTier: string | undefined, now: number): void {
-    this.records.set(id, openaiFingerprint(prefix, serviceTier, now + this.retentionMs));
-    if (this.records.size > this.max) {
-      const oldest = this.records.keys().next().value;
-      if (oldest !== undefined) this.records.delete(oldest);
-    }
+    this.records.set(id, openaiFingerprint(prefix, serviceTier), now);
   }
 
   clear(): void {
@@ -270,9 +266,9 @@ export class OpenAIDiagnosticsStore {
     serviceTier: string | undefined,
     now: number,
   ): OpenAIDiagnostics {
-    const prev = this.records.get(comparisonId);
-    if (!prev || prev.expiresAt <= now) return { type: 'comparison_response_not_found' };
-    const cur = openaiFingerprint(prefix, serviceTier, 0);
+    const prev = this.records.get(comparisonId, now);
+    if (!prev) return { type: 'comparison_response_not_found' };
+    const cur = openaiFingerprint(prefix, serviceTier);
     const miss = (reason: string, from: number) => ({
       type: 'cache_miss' as const,
       reason,
@@ -304,11 +300,7 @@ const FIELD_REASONS: ReadonlyArray<[string, string]> = [
   ['parallel_tool_calls', 'tools_changed'],
 ];
 
-function openaiFingerprint(
-  prefix: Prefix,
-  serviceTier: string | undefined,
-  expiresAt: number,
-): OpenAIFingerprint {
+function openaiFingerprint(prefix: Prefix, serviceTier: string | undefined): OpenAIFingerprint {
   const params = prefix.levels.tools.params;
   const fields: Record<string, string> = { service_tier: String(serviceTier ?? 'default') };
   for (const [field] of FIELD_REASONS)
@@ -329,6 +321,5 @@ function openaiFingerprint(
     inputKeys: input.map((b) => b.hash),
     inputTokens: input.map((b) => b.cumulativeTokens),
     total: prefix.totalTokens,
-    expiresAt,
   };
 }

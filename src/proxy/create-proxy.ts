@@ -371,6 +371,14 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     const tap = format
       ? new ResponseTap(format, header('content-type'), header('content-encoding'))
       : undefined;
+    const ended = async (outcome: string, error?: string) =>
+      finish({
+        status: upstream.statusCode,
+        firstByte,
+        outcome,
+        ...(error ? { error } : {}),
+        ...(tap ? { response: await tap.finish() } : {}),
+      });
     try {
       for await (const chunk of upstream.body) {
         const buf = chunk as Buffer;
@@ -378,31 +386,16 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
         if (!res.write(buf)) await drained(res);
         if (clientGone) break;
       }
-      if (clientGone) {
-        upstream.body.destroy();
-        finish({
-          status: upstream.statusCode,
-          firstByte,
-          outcome: 'client_aborted',
-          ...(tap ? { response: await tap.finish() } : {}),
-        });
+      if (!clientGone) {
+        res.end();
+        await ended(upstream.statusCode >= 400 ? 'error' : 'complete');
         return;
       }
-      res.end();
-      finish({
-        status: upstream.statusCode,
-        firstByte,
-        outcome: upstream.statusCode >= 400 ? 'error' : 'complete',
-        ...(tap ? { response: await tap.finish() } : {}),
-      });
+      upstream.body.destroy();
+      await ended('client_aborted');
     } catch (err) {
       if (clientGone) {
-        finish({
-          status: upstream.statusCode,
-          firstByte,
-          outcome: 'client_aborted',
-          ...(tap ? { response: await tap.finish() } : {}),
-        });
+        await ended('client_aborted');
         return;
       }
       // The upstream dropped mid-body: the client sees the same, a connection that ends without a clean close.
@@ -410,13 +403,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       const socket = res.socket;
       if (socket && typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
       else res.destroy();
-      finish({
-        status: upstream.statusCode,
-        firstByte,
-        outcome: 'upstream_reset',
-        error: `upstream connection dropped mid-response: ${(err as Error).message}`,
-        ...(tap ? { response: await tap.finish() } : {}),
-      });
+      await ended('upstream_reset', `upstream connection dropped mid-response: ${(err as Error).message}`);
     }
   };
 

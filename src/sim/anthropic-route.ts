@@ -5,11 +5,11 @@ import { CACHE_DIAGNOSIS_BETA } from '../cache/anthropic-diagnostics.js';
 import { checkAnthropicRequest, type RuleViolation } from '../cache/anthropic-rules.js';
 import { CachewardError, WireFormatError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
-import { hasFault, type Incoming, pauseOf, readIncoming, stallOf } from './incoming.js';
+import { type Incoming, readIncoming, stallOf, streamContext } from './incoming.js';
 import { errorBody, errorResponse, requestIdHeader } from './provider-errors.js';
 import { pickTurn, type ScriptedTurn } from './reply-script.js';
 import { chunkText, type SimContext } from './sim-context.js';
-import { type SseEvent, sseStream } from './sse-body.js';
+import { type SseEvent, streamedResponse } from './sse-body.js';
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -183,29 +183,12 @@ function stream(ctx: SimContext, incoming: Incoming, message: Json, content: Jso
     },
   });
   events.push({ event: 'message_stop', data: { type: 'message_stop' } });
-  const faultAt = Math.min(3, events.length - 1);
-  const plan = {
+  return streamedResponse(
+    streamContext(ctx, incoming),
     events,
-    pauseMs: pauseOf(incoming.faults),
-    sleep: (ms: number) => ctx.sleep(ms),
-    ...(hasFault(incoming.faults, 'error-mid-stream')
-      ? {
-          errorAt: {
-            index: faultAt,
-            event: { event: 'error', data: errorBody('anthropic', 529, 'Overloaded', incoming.requestId) },
-          },
-        }
-      : {}),
-    ...(hasFault(incoming.faults, 'reset-mid-stream') ? { resetAt: faultAt } : {}),
-  };
-  return new Response(sseStream(plan), {
-    status: 200,
-    headers: {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      ...requestIdHeader('anthropic', incoming.requestId),
-    },
-  });
+    { event: 'error', data: errorBody('anthropic', 529, 'Overloaded', incoming.requestId) },
+    3,
+  );
 }
 
 function replyBlocks(ctx: SimContext, turn: ScriptedTurn): Json[] {

@@ -4,6 +4,7 @@
 import { chooseFaults, type Fault, FaultSpecError } from './faults.js';
 import { errorResponse, overloadedStatus, type Provider } from './provider-errors.js';
 import type { SimContext } from './sim-context.js';
+import type { StreamContext } from './sse-body.js';
 
 /** A request that got past the preamble. */
 export interface Incoming {
@@ -94,4 +95,16 @@ export function pauseOf(faults: readonly Fault[]): number {
 
 export function hasFault(faults: readonly Fault[], name: Fault['name']): boolean {
   return faults.some((f) => f.name === name);
+}
+
+/** The stream settings of a request: its faults, id and the simulator's sleep. */
+export function streamContext(ctx: SimContext, incoming: Incoming): StreamContext {
+  return {
+    provider: incoming.provider,
+    requestId: incoming.requestId,
+    pauseMs: pauseOf(incoming.faults),
+    errorMidStream: hasFault(incoming.faults, 'error-mid-stream'),
+    resetMidStream: hasFault(incoming.faults, 'reset-mid-stream'),
+    sleep: (ms) => ctx.sleep(ms),
+  };
 }

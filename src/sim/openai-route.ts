@@ -4,11 +4,11 @@
 import type { OpenAICacheResult } from '../cache/openai-cache.js';
 import { CachewardError, WireFormatError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
-import { hasFault, type Incoming, pauseOf, readIncoming, stallOf } from './incoming.js';
+import { type Incoming, readIncoming, stallOf, streamContext } from './incoming.js';
 import { errorBody, errorResponse, requestIdHeader } from './provider-errors.js';
 import { pickTurn, type ScriptedTurn } from './reply-script.js';
 import { chunkText, type SimContext } from './sim-context.js';
-import { type SseEvent, sseStream } from './sse-body.js';
+import { type SseEvent, streamedResponse } from './sse-body.js';
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -103,32 +103,6 @@ function outputTokens(turn: ScriptedTurn): number {
   );
 }
 
-function streamResponse(
-  ctx: SimContext,
-  incoming: Incoming,
-  events: SseEvent[],
-  errorEvent: SseEvent,
-): Response {
-  const faultAt = Math.min(2, events.length - 1);
-  const plan = {
-    events,
-    pauseMs: pauseOf(incoming.faults),
-    sleep: (ms: number) => ctx.sleep(ms),
-    ...(hasFault(incoming.faults, 'error-mid-stream')
-      ? { errorAt: { index: faultAt, event: errorEvent } }
-      : {}),
-    ...(hasFault(incoming.faults, 'reset-mid-stream') ? { resetAt: faultAt } : {}),
-  };
-  return new Response(sseStream(plan), {
-    status: 200,
-    headers: {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      ...requestIdHeader('openai', incoming.requestId),
-    },
-  });
-}
-
 function json(value: unknown, requestId: string): Response {
   return new Response(JSON.stringify(value), {
     status: 200,
@@ -212,14 +186,19 @@ export async function chatCompletionsRoute(ctx: SimContext, request: Request): P
   events.push(chunk({}, finish));
   if (withUsage) events.push({ data: { ...head, object: 'chat.completion.chunk', choices: [], usage } });
   events.push({ data: '[DONE]' });
-  return streamResponse(ctx, incoming, events, {
-    data: errorBody(
-      'openai',
-      500,
-      'The server had an error while processing your request.',
-      incoming.requestId,
-    ),
-  });
+  return streamedResponse(
+    streamContext(ctx, incoming),
+    events,
+    {
+      data: errorBody(
+        'openai',
+        500,
+        'The server had an error while processing your request.',
+        incoming.requestId,
+      ),
+    },
+    2,
+  );
 }
 
 export async function responsesRoute(ctx: SimContext, request: Request): Promise<Response> {
@@ -393,7 +372,7 @@ export async function responsesRoute(ctx: SimContext, request: Request): Promise
       sequence_number: seq,
     },
   };
-  return streamResponse(ctx, incoming, events, errorEvent);
+  return streamedResponse(streamContext(ctx, incoming), events, errorEvent, 2);
 }
 
 function chatTurns(body: Json): number {

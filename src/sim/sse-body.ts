@@ -47,3 +47,41 @@ export function sseStream(plan: SsePlan): ReadableStream<Uint8Array> {
     },
   });
 }
+
+/** What a streamed route needs to answer: the request's faults and id, and how to sleep. */
+export interface StreamContext {
+  provider: 'anthropic' | 'openai';
+  requestId: string;
+  pauseMs: number;
+  errorMidStream: boolean;
+  resetMidStream: boolean;
+  sleep: (ms: number) => Promise<void>;
+}
+
+/**
+ * The SSE Response of a route: the events paced by a `slow` fault, an error event or a reset after the
+ * first `faultAt` events when asked.
+ */
+export function streamedResponse(
+  c: StreamContext,
+  events: SseEvent[],
+  errorEvent: SseEvent,
+  faultAt: number,
+): Response {
+  const at = Math.min(faultAt, events.length - 1);
+  const plan: SsePlan = {
+    events,
+    pauseMs: c.pauseMs,
+    sleep: c.sleep,
+    ...(c.errorMidStream ? { errorAt: { index: at, event: errorEvent } } : {}),
+    ...(c.resetMidStream ? { resetAt: at } : {}),
+  };
+  return new Response(sseStream(plan), {
+    status: 200,
+    headers: {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      ...(c.provider === 'anthropic' ? { 'request-id': c.requestId } : { 'x-request-id': c.requestId }),
+    },
+  });
+}
