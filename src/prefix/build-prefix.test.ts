@@ -91,6 +91,27 @@ describe('buildPrefix (Anthropic)', () => {
     expect(d?.blockIndex).toBe(base.levels[level as 'tools'].start);
   });
 
+  it('finds an image nested in a tool_result, and none in a tool_result with string content', () => {
+    const png = 'A'.repeat(600);
+    const body = (content: unknown) =>
+      json({
+        model: 'claude-opus-5',
+        max_tokens: 5,
+        messages: [
+          { role: 'user', content: 'go' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'shot', input: {} }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content }] },
+        ],
+      });
+    const nested = parsePrefix(
+      body([{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } }]),
+    );
+    expect(nested.levels.messages.params.images).toBe(true);
+    expect(nested.blocks.at(-1)?.tokens).toBeGreaterThanOrEqual(1600);
+    const text = parsePrefix(body('"type":"image" is only text here'));
+    expect(text.levels.messages.params.images).toBeUndefined();
+  });
+
   it('treats an explicit default effort as omitted', () => {
     const a = parsePrefix(json(anthropicFixture()));
     const b = parsePrefix(json({ ...anthropicFixture(), output_config: { effort: 'high' } }));

@@ -9,6 +9,8 @@ export interface EstimatorInput {
   level: 'tools' | 'system' | 'messages';
   /** The canonical JSON as UTF-8 bytes. */
   bytes: Uint8Array;
+  /** The block nests no other blocks (text, a tool, a tool_result with string content, …). */
+  flat?: boolean;
   /** The canonical JSON as text (decoded on first call). */
   text(): string;
 }
@@ -44,15 +46,19 @@ const DATA_NEEDLE = Buffer.from('"data":"');
  * counts {@link IMAGE_TOKENS}; other base64 data one token per 750 decoded bytes. Real counts come from
  * the provider's usage; this estimate only has to size blocks consistently.
  */
-export const defaultTokenEstimator: TokenEstimator = ({ kind, bytes, text }) => {
+export const defaultTokenEstimator: TokenEstimator = ({ kind, bytes, text, flat }) => {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let ascii = 0;
   let other = 0;
   let extra = 0;
   // A base64 payload sits in a structural `"data":"` member, never inside a flat text-like block.
-  if (buf.length > 512 && !FLAT_KINDS.has(kind) && buf.indexOf(DATA_NEEDLE) >= 0) {
-    const stripped = text().replace(BASE64_DATA, (m) => {
-      extra += kind === 'image' ? IMAGE_TOKENS : Math.ceil(((m.length - 9) * 3) / 4 / 750);
+  if (buf.length > 512 && !(flat ?? FLAT_KINDS.has(kind)) && buf.indexOf(DATA_NEEDLE) >= 0) {
+    const source = text();
+    const stripped = source.replace(BASE64_DATA, (m, offset: number) => {
+      // An image's payload (its media type just before it, or an image block) counts as an image.
+      const image =
+        kind === 'image' || source.slice(Math.max(0, offset - 120), offset).includes('"media_type":"image/');
+      extra += image ? IMAGE_TOKENS : Math.ceil(((m.length - 9) * 3) / 4 / 750);
       return '"data":""';
     });
     [ascii, other] = countBytes(Buffer.from(stripped));

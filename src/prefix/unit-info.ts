@@ -130,13 +130,15 @@ export class UnitReader {
   ): Info {
     const block = blockFields(bytes, parsed, unit, format);
     const kind = kindOf(unit, block.type);
+    // A flat block nests no other blocks: no image, base64 payload or citations can hide inside it.
+    const flat = FLAT_KINDS.has(kind) || (kind === 'tool_result' && block.stringContent);
     const tokens = this.estimate({
       kind,
       level: unit.level,
       bytes: buf,
+      flat,
       text: () => text ?? buf.toString('utf8'),
     });
-    const flat = FLAT_KINDS.has(kind);
     const info: Info = {
       contentHash,
       kind,
@@ -182,6 +184,8 @@ interface BlockFields {
   functionName?: unknown;
   defer_loading?: unknown;
   hasInputSchema: boolean;
+  /** The block's `content` is a plain string (a tool_result with text only). */
+  stringContent: boolean;
 }
 
 function blockFields(bytes: Buffer, parsed: unknown, unit: RawUnit, format: WireFormat): BlockFields {
@@ -189,7 +193,7 @@ function blockFields(bytes: Buffer, parsed: unknown, unit: RawUnit, format: Wire
   if (node.type !== 'object') {
     // A string unit: system text, or string content.
     const type = format === 'openai-responses' && unit.level === 'messages' ? 'input_text' : 'text';
-    return { type, hasInputSchema: false };
+    return { type, hasInputSchema: false, stringContent: false };
   }
   if (parsed !== undefined) {
     const v = parsed as Record<string, unknown>;
@@ -200,6 +204,7 @@ function blockFields(bytes: Buffer, parsed: unknown, unit: RawUnit, format: Wire
       functionName: fn && typeof fn === 'object' ? (fn as Record<string, unknown>).name : undefined,
       defer_loading: v.defer_loading,
       hasInputSchema: 'input_schema' in v,
+      stringContent: typeof v.content === 'string',
     };
   }
   // Read only the small members that matter, never the whole block.
@@ -221,6 +226,9 @@ function blockFields(bytes: Buffer, parsed: unknown, unit: RawUnit, format: Wire
     functionName,
     defer_loading: node.members.has('defer_loading') ? read('defer_loading') : undefined,
     hasInputSchema: node.members.has('input_schema'),
+    stringContent:
+      node.members.get('content')?.type === 'leaf' &&
+      (node.members.get('content') as { first: number }).first === 0x22,
   };
 }
 

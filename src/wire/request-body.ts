@@ -83,6 +83,7 @@ export const BLOCK_KEYS = [
   'input_schema',
   'cache_control',
   'prompt_cache_breakpoint',
+  'content',
 ] as const;
 const BLOCK: ScanShape = { members: {}, only: BLOCK_KEYS };
 const SHAPE: ScanShape = {
