@@ -57,26 +57,31 @@ async function main() {
   const sim = await start(['sim', '--port', '0']);
   const children: ChildProcess[] = [sim.child];
   const dirs: string[] = [];
+  /** Starts a proxy capturing into a fresh temporary folder that is removed when the bench ends. */
+  const startCapturing = async (capture: 'hashes' | 'full', purpose: string) => {
+    const dir = mkdtempSync(join(tmpdir(), `cacheward-bench-${purpose}-${capture}-`));
+    dirs.push(dir);
+    const proxy = await start([
+      'proxy',
+      '--port',
+      '0',
+      '--upstream',
+      sim.url,
+      '--capture',
+      capture,
+      '--dir',
+      dir,
+    ]);
+    children.push(proxy.child);
+    return { proxy, dir };
+  };
   try {
     const direct = new Pool(sim.url, { connections: 32 });
     console.log('\nadded latency over a direct call, streaming, sequential, interleaved (ms):');
     console.log('body | capture | TTFB p50 | TTFB p99 | total p50 | total p99 | direct total p50 | n');
     console.log('--- | --- | --- | --- | --- | --- | --- | ---');
     for (const capture of ['hashes', 'full'] as const) {
-      const dir = mkdtempSync(join(tmpdir(), `cacheward-bench-${capture}-`));
-      dirs.push(dir);
-      const proxy = await start([
-        'proxy',
-        '--port',
-        '0',
-        '--upstream',
-        sim.url,
-        '--capture',
-        capture,
-        '--dir',
-        dir,
-      ]);
-      children.push(proxy.child);
+      const { proxy } = await startCapturing(capture, 'latency');
       const proxied = new Pool(proxy.url, { connections: 32 });
       for (const [label, size] of [
         ['50 KB', 50 * 1024],
@@ -142,20 +147,7 @@ async function main() {
       ['hashes', 'agent'],
       ['full', 'tiny'],
     ] as const) {
-      const dir = mkdtempSync(join(tmpdir(), `cacheward-bench-store-${capture}-`));
-      dirs.push(dir);
-      const proxy = await start([
-        'proxy',
-        '--port',
-        '0',
-        '--upstream',
-        sim.url,
-        '--capture',
-        capture,
-        '--dir',
-        dir,
-      ]);
-      children.push(proxy.child);
+      const { proxy, dir } = await startCapturing(capture, 'store');
       const pool = new Pool(proxy.url, { connections: 1 });
       let conv = agentConversation({ turns: 1, seed: 3 });
       let raw = 0;
