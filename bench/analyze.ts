@@ -4,14 +4,14 @@
 
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AnthropicCache, normalizeAnthropicUsage, PrefixBuilder } from '../dist/index.js';
 import { CaptureWriter } from '../dist/proxy/index.js';
 import { capturePrefix } from '../src/capture/capture-record.js';
 import { anthropicTool } from '../src/demo/agent-conversation.js';
+import { type Json, machineLine } from './support.js';
 
-type Json = Record<string, unknown>;
 async function generate(
   dir: string,
   sessions: number,
@@ -116,9 +116,7 @@ async function measure(label: string, sessions: number, turns: number): Promise<
 }
 
 async function main() {
-  console.log(
-    `cacheward bench/analyze: node ${process.version}, ${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores`,
-  );
+  console.log(machineLine('analyze'));
   await measure('50 sessions x 200 turns', 50, 200);
   await measure('one session of 2,000 turns', 1, 2000);
 }

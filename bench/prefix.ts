@@ -2,11 +2,9 @@
 // plain JSON.parse of the same bodies in the same run, and the incremental case (a request extending the last).
 // Run: npm run bench:prefix   (builds, then runs the built code; well under two minutes)
 
-import { cpus } from 'node:os';
 import { PrefixBuilder } from '../dist/index.js';
 import { agentConversation, appendUserTurn } from '../src/demo/agent-conversation.js';
-
-type Json = Record<string, unknown>;
+import { type Json, machineLine } from './support.js';
 
 /** An agent body of about `targetBytes`, grown turn by turn. */
 function bodyOfSize(targetBytes: number): Json {
@@ -54,8 +52,7 @@ function batched(fns: Record<string, () => void>, ms: number, batch: number): Re
 }
 
 const extendMs: number[] = [];
-const cpu = cpus()[0]?.model ?? 'cpu';
-console.log(`cacheward bench/prefix: node ${process.version}, ${cpu}, ${cpus().length} cores`);
+console.log(machineLine('prefix'));
 console.log('median of batched runs; MB = 10^6 bytes\n');
 const header = [
   'body',

@@ -3,36 +3,13 @@
 // `hashes` and `full`; throughput at 32 concurrent clients; capture bytes over a 200-turn conversation.
 // Run: npm run bench:proxy   (builds first; about 90 s)
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { agentConversation, appendUserTurn } from '../src/demo/agent-conversation.js';
-
-type Json = Record<string, unknown>;
-const bin = join(import.meta.dirname, '../dist/cli/bin.js');
-
-async function start(args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = '';
-    child.stdout?.on('data', (d) => {
-      buf += d;
-      const m = buf.match(/http:\/\/127\.0\.0\.1:\d+/);
-      if (m) resolve(m[0]);
-    });
-    child.once('exit', (code) => reject(new Error(`${args[0]} exited ${code}`)));
-  });
-  return { child, url };
-}
-
-function bodyOfSize(bytes: number, seed: number): Json {
-  let turns = 2;
-  let body = agentConversation({ turns, seed });
-  while (Buffer.byteLength(JSON.stringify(body)) < bytes) body = agentConversation({ turns: ++turns, seed });
-  return { ...body, stream: true };
-}
+import { bodyOfSize, machineLine, percentile, startCli } from './support.js';
 
 const HEADERS = { 'content-type': 'application/json', 'x-api-key': 'bench-key' };
 
@@ -45,23 +22,16 @@ async function timed(pool: Pool, body: string): Promise<{ ttfb: number; total: n
   return { ttfb, total: performance.now() - t0 };
 }
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(s.length * p))] ?? 0;
-};
-
 async function main() {
-  console.log(
-    `cacheward bench/proxy: node ${process.version}, ${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores`,
-  );
-  const sim = await start(['sim', '--port', '0']);
+  console.log(machineLine('proxy'));
+  const sim = await startCli(['sim', '--port', '0']);
   const children: ChildProcess[] = [sim.child];
   const dirs: string[] = [];
   /** Starts a proxy capturing into a fresh temporary folder that is removed when the bench ends. */
   const startCapturing = async (capture: 'hashes' | 'full', purpose: string) => {
     const dir = mkdtempSync(join(tmpdir(), `cacheward-bench-${purpose}-${capture}-`));
     dirs.push(dir);
-    const proxy = await start([
+    const proxy = await startCli([
       'proxy',
       '--port',
       '0',
@@ -87,7 +57,7 @@ async function main() {
         ['50 KB', 50 * 1024],
         ['1 MB', 1024 * 1024],
       ] as const) {
-        const body = JSON.stringify(bodyOfSize(size, size));
+        const body = JSON.stringify({ ...bodyOfSize(size, size), stream: true });
         for (let i = 0; i < 10; i++) {
           await timed(direct, body);
           await timed(proxied, body);
@@ -101,24 +71,24 @@ async function main() {
         }
         const diff = (k: 'ttfb' | 'total', q: number) =>
           (
-            pct(
+            percentile(
               p.map((x) => x[k]),
               q,
             ) -
-            pct(
+            percentile(
               d.map((x) => x[k]),
               q,
             )
           ).toFixed(2);
         console.log(
-          `${label} | ${capture} | ${diff('ttfb', 0.5)} | ${diff('ttfb', 0.99)} | ${diff('total', 0.5)} | ${diff('total', 0.99)} | ${pct(
+          `${label} | ${capture} | ${diff('ttfb', 0.5)} | ${diff('ttfb', 0.99)} | ${diff('total', 0.5)} | ${diff('total', 0.99)} | ${percentile(
             d.map((x) => x.total),
             0.5,
           ).toFixed(2)} | ${p.length}`,
         );
       }
       if (capture === 'hashes') {
-        const body = JSON.stringify(bodyOfSize(50 * 1024, 7));
+        const body = JSON.stringify({ ...bodyOfSize(50 * 1024, 7), stream: true });
         let done = 0;
         const end = performance.now() + 8000;
         const t0 = performance.now();

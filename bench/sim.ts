@@ -2,50 +2,13 @@
 // bodies; p50/p99 latency for 1 MB bodies, non-streaming and streaming; memory over a million cache entries.
 // Run: npm run bench:sim   (builds, starts `cacheward sim` in a child process; about a minute)
 
-import { type ChildProcess, spawn } from 'node:child_process';
-import { cpus } from 'node:os';
-import { join } from 'node:path';
 import { Pool } from 'undici';
 import { EntryStore } from '../dist/index.js';
-import { agentConversation } from '../src/demo/agent-conversation.js';
-
-type Json = Record<string, unknown>;
-
-function bodyOfSize(bytes: number, seed: number): Json {
-  let turns = 2;
-  let body = agentConversation({ turns, seed });
-  while (Buffer.byteLength(JSON.stringify(body)) < bytes) {
-    turns++;
-    body = agentConversation({ turns, seed });
-  }
-  return body;
-}
-
-async function startSim(): Promise<{ child: ChildProcess; url: string }> {
-  const bin = join(import.meta.dirname, '../dist/cli/bin.js');
-  const child = spawn(process.execPath, [bin, 'sim', '--port', '0'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = '';
-    child.stdout?.on('data', (d) => {
-      buf += d;
-      const m = buf.match(/http:\/\/127\.0\.0\.1:\d+/);
-      if (m) resolve(m[0]);
-    });
-    child.once('exit', (code) => reject(new Error(`sim exited ${code}`)));
-  });
-  return { child, url };
-}
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
+import { bodyOfSize, machineLine, percentile, startCli } from './support.js';
 
 async function main() {
-  console.log(
-    `cacheward bench/sim: node ${process.version}, ${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores`,
-  );
-  const { child, url } = await startSim();
+  console.log(machineLine('sim'));
+  const { child, url } = await startCli(['sim', '--port', '0']);
   const pool = new Pool(url, { connections: 32, pipelining: 1 });
   const headers = { 'content-type': 'application/json', 'x-api-key': 'bench-key' };
   const send = async (body: string) => {
@@ -94,7 +57,6 @@ async function main() {
         await send(text);
         times.push(performance.now() - t);
       }
-      times.sort((a, b) => a - b);
       console.log(
         `${mode} | ${percentile(times, 0.5).toFixed(2)} | ${percentile(times, 0.99).toFixed(2)} | ${times.length}`,
       );
