@@ -1,10 +1,14 @@
 // Fix state per session, kept in atomic JSON files so it survives a proxy restart: written to a temp file,
 // fsynced and renamed into place, so a reader (or a second proxy) sees the old state or the new, never a torn one.
 
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { mkdir, open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
+
+/** Temp-file names are unique across every store in the process (two stores may share one folder). */
+let tempSeq = 0;
+const tempTag = `${process.pid}.${randomBytes(4).toString('hex')}`;
 
 /** States by fix name, for one session. */
 export type SessionStates = Map<string, unknown>;
@@ -17,7 +21,6 @@ export type SessionStates = Map<string, unknown>;
 export class SessionStateStore {
   private readonly cache = new Map<string, SessionStates>();
   private readonly writing = new Map<string, Promise<void>>();
-  private seq = 0;
 
   constructor(
     private readonly dir: string | undefined,
@@ -68,9 +71,10 @@ export class SessionStateStore {
 
   private async write(session: string, doc: string): Promise<void> {
     const target = this.file(session);
-    const tmp = `${target}.${process.pid}.${++this.seq}.tmp`;
+    const tmp = `${target}.${tempTag}.${++tempSeq}.tmp`;
     await mkdir(this.dir as string, { recursive: true, mode: 0o700 });
-    const h = await open(tmp, 'w', 0o600);
+    // 'wx': a name that somehow exists already is an error, never a second writer in the same file.
+    const h = await open(tmp, 'wx', 0o600);
     try {
       await h.writeFile(doc);
       await h.sync();
