@@ -13,7 +13,14 @@ import {
 } from '../wire/request-body.js';
 import { KeyChain } from './key-chain.js';
 import { stableJson } from './stable-json.js';
-import { type CacheMarker, type UnitInfo, UnitReader, type UnitReaderOptions } from './unit-info.js';
+import { TranscriptChain } from './transcript.js';
+import {
+  type CacheMarker,
+  type ToolParts,
+  type UnitInfo,
+  UnitReader,
+  type UnitReaderOptions,
+} from './unit-info.js';
 
 export type { PrefixLevel } from '../wire/request-body.js';
 
@@ -42,6 +49,10 @@ export interface PrefixBlock {
   cacheControl?: CacheMarker;
   /** A text block with empty text (it cannot carry a cache marker). */
   emptyText?: boolean;
+  /** Tool definitions: identities of their schema, description and other fields. */
+  toolParts?: ToolParts;
+  /** Messages-level blocks: the transcript key after this block (see transcript.ts). */
+  transcript?: string;
 }
 
 /** The parameters folded in at the start of a level, and the blocks of that level `[start, end)`. */
@@ -257,6 +268,7 @@ export class PrefixBuilder {
     let tokens = 0;
     let u = 0;
     const chain = new KeyChain();
+    const transcript = new TranscriptChain();
     for (const level of LEVELS) {
       running = hash('sha256', `${running}\n${level}\n${stableJson(params[level])}`, 'hex');
       chain.reset(running);
@@ -287,6 +299,8 @@ export class PrefixBuilder {
           span: unit.span,
           cacheControl: info.cacheControl,
           emptyText: info.emptyText,
+          toolParts: info.toolParts,
+          transcript: level === 'messages' ? transcript.next(unit.role, info.contentHash) : undefined,
         });
       }
       levels[level] = { start, end: blocks.length, params: params[level], foldHash };

@@ -1,7 +1,6 @@
 // Finds where two requests' cached prefixes stop agreeing and says what changed there, structurally.
 // Pure; it compares the prefix model only, so it agrees with everything else built on that model.
 
-import { parseSpan } from '../wire/json-scan.js';
 import { LEVELS, type Prefix, type PrefixBlock, type PrefixLevel, paramField } from './build-prefix.js';
 import { stableJson } from './stable-json.js';
 
@@ -64,6 +63,11 @@ export interface Divergence {
   /** Estimated tokens before the divergence (cacheable by both) and after it in `b` (to be re-written). */
   sharedTokens: number;
   lostTokens: number;
+  /**
+   * Every part that differs, in prefix order (`params` when any folded parameter differs; `tools` and
+   * `system` when their blocks differ; `messages` when b does not extend a's history). The first is `level`.
+   */
+  changed: Array<'params' | PrefixLevel>;
 }
 
 /** The result of comparing two prefixes: `divergence` is null when one is a prefix of the other. */
@@ -79,6 +83,12 @@ export interface PrefixComparison {
  * whitespace and string-vs-single-text-block content are not divergences: identities ignore them.
  */
 export function firstDivergence(a: Prefix, b: Prefix): Divergence | null {
+  const d = divergenceAt(a, b);
+  if (d) d.changed = changedParts(a, b, d);
+  return d;
+}
+
+function divergenceAt(a: Prefix, b: Prefix): Divergence | null {
   for (const level of LEVELS) {
     const la = a.levels[level];
     const lb = b.levels[level];
@@ -96,6 +106,36 @@ export function firstDivergence(a: Prefix, b: Prefix): Divergence | null {
     }
   }
   return null;
+}
+
+function sameBlocks(a: Prefix, b: Prefix, level: PrefixLevel): boolean {
+  const la = a.levels[level];
+  const lb = b.levels[level];
+  if (la.end - la.start !== lb.end - lb.start) return false;
+  for (let i = 0; i < la.end - la.start; i++)
+    if (a.blocks[la.start + i]?.contentHash !== b.blocks[lb.start + i]?.contentHash) return false;
+  return true;
+}
+
+/** Every part of the prefix that differs, the divergence's own level first. */
+function changedParts(a: Prefix, b: Prefix, d: Divergence): Array<'params' | PrefixLevel> {
+  const out: Array<'params' | PrefixLevel> = [d.level];
+  const add = (p: 'params' | PrefixLevel) => {
+    if (!out.includes(p)) out.push(p);
+  };
+  if (LEVELS.some((l) => stableJson(a.levels[l].params) !== stableJson(b.levels[l].params))) add('params');
+  if (!sameBlocks(a, b, 'tools')) add('tools');
+  if (!sameBlocks(a, b, 'system')) add('system');
+  // Messages changed unless b's history starts with all of a's (or the reverse): transcripts say so.
+  const la = a.levels.messages;
+  const lb = b.levels.messages;
+  const n = Math.min(la.end - la.start, lb.end - lb.start);
+  if (n > 0) {
+    const ta = a.blocks[la.start + n - 1]?.transcript ?? a.blocks[la.start + n - 1]?.contentHash;
+    const tb = b.blocks[lb.start + n - 1]?.transcript ?? b.blocks[lb.start + n - 1]?.contentHash;
+    if (ta !== tb) add('messages');
+  }
+  return out;
 }
 
 /** Compares two prefixes and returns the divergence with the sizes around it. */
@@ -138,6 +178,7 @@ function paramsDivergence(a: Prefix, b: Prefix, level: PrefixLevel): Divergence 
     byteOffset: { a: offset(a), b: offset(b) },
     sharedTokens: shared,
     lostTokens: b.totalTokens - shared,
+    changed: [],
   };
 }
 
@@ -151,6 +192,7 @@ function blocksDivergence(a: Prefix, b: Prefix, level: PrefixLevel, ia: number, 
     byteOffset: { a: a.blocks[ia]?.span.start ?? null, b: b.blocks[ib]?.span.start ?? null },
     sharedTokens: shared,
     lostTokens: b.totalTokens - shared,
+    changed: [],
   };
 }
 
@@ -158,18 +200,19 @@ interface ToolView {
   name: string;
   index: number;
   contentHash: string;
-  value: Record<string, unknown>;
+  parts: PrefixBlock['toolParts'];
 }
 
+/** The tools as the prefix model holds them: names and part identities, no body needed (captures too). */
 function toolViews(p: Prefix): ToolView[] {
   const { start, end } = p.levels.tools;
-  return p.blocks.slice(start, end).map((blk, index) => {
-    const v = parseSpan(p.body.bytes, blk.span.start, blk.span.end) as Record<string, unknown>;
-    return { name: blk.name ?? `#${index}`, index, contentHash: blk.contentHash, value: v };
-  });
+  return p.blocks.slice(start, end).map((blk, index) => ({
+    name: blk.name ?? `#${index}`,
+    index,
+    contentHash: blk.contentHash,
+    parts: blk.toolParts,
+  }));
 }
-
-const SCHEMA_KEYS = ['input_schema', 'parameters'];
 
 function toolsChange(a: Prefix, b: Prefix): ToolsChange {
   const ta = toolViews(a);
@@ -203,27 +246,18 @@ function toolsChange(a: Prefix, b: Prefix): ToolsChange {
   for (const y of sharedB) {
     const x = inA.get(y.name) as ToolView;
     if (x.contentHash === y.contentHash) continue;
-    const fa = flattenTool(x.value);
-    const fb = flattenTool(y.value);
     let described = false;
-    if (SCHEMA_KEYS.some((k) => JSON.stringify(fa[k]) !== JSON.stringify(fb[k]))) {
+    if (x.parts && y.parts && x.parts.schema !== y.parts.schema) {
       change.schemaChanged.push(y.name);
       described = true;
     }
-    if (JSON.stringify(fa.description) !== JSON.stringify(fb.description)) {
+    if (x.parts && y.parts && x.parts.description !== y.parts.description) {
       change.descriptionChanged.push(y.name);
       described = true;
     }
     if (!described) change.otherChanged.push(y.name);
   }
   return change;
-}
-
-/** OpenAI Chat nests the definition under `function`; look at both shapes the same way. */
-function flattenTool(t: Record<string, unknown>): Record<string, unknown> {
-  const fn = t.function;
-  const { cache_control: _c, ...rest } = t;
-  return fn && typeof fn === 'object' ? { ...rest, ...(fn as Record<string, unknown>) } : rest;
 }
 
 const LOOKAHEAD = 64;

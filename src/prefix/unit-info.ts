@@ -29,6 +29,15 @@ export interface UnitInfo {
   emptyText: boolean;
   /** A server tool's versioned type, e.g. `web_search_20250305`. */
   serverTool?: string;
+  /** Tool definitions: short identities of their parts, so a change can be named without the body. */
+  toolParts?: ToolParts;
+}
+
+/** A tool definition's parts, each a 16-hex identity: its schema, its description, everything else. */
+export interface ToolParts {
+  schema: string;
+  description: string;
+  other: string;
 }
 
 /** Options for a {@link UnitReader}. */
@@ -156,6 +165,7 @@ export class UnitReader {
     };
     const name = nameOf(unit, block);
     if (name !== undefined) info.name = name;
+    if (unit.form === 'tool') info.toolParts = toolParts(parsed ?? JSON.parse(text ?? buf.toString('utf8')));
     if (
       unit.form === 'tool' &&
       typeof block.type === 'string' &&
@@ -165,6 +175,26 @@ export class UnitReader {
     }
     return info;
   }
+}
+
+const SCHEMA_KEYS = ['input_schema', 'parameters'];
+const part = (v: unknown) => hash('sha256', JSON.stringify(v ?? null), 'hex').slice(0, 16);
+
+/** The parts of a tool definition (OpenAI Chat nests it under `function`: both shapes read the same). */
+function toolParts(value: unknown): ToolParts {
+  const t = (value && typeof value === 'object' ? value : {}) as Record<string, unknown>;
+  const fn = t.function;
+  const { cache_control: _c, ...rest } = t;
+  const flat: Record<string, unknown> =
+    fn && typeof fn === 'object' ? { ...rest, ...(fn as Record<string, unknown>) } : rest;
+  const other: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(flat))
+    if (k !== 'description' && k !== 'function' && !SCHEMA_KEYS.includes(k)) other[k] = v;
+  return {
+    schema: part(SCHEMA_KEYS.map((k) => flat[k])),
+    description: part(flat.description),
+    other: part(other),
+  };
 }
 
 const EMPTY: UnitInfo = {

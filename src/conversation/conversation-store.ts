@@ -1,0 +1,164 @@
+// What the conversation model remembers: requests (as the ends of their messages), conversations and the
+// indexes from transcript keys to requests. Behind an interface so a fleet can keep it elsewhere; pure data.
+
+/** How a request relates to the conversations seen before it. */
+export type Relation = 'continues' | 'fork' | 'sibling' | 'new';
+
+/** One request the model has seen (and committed: the upstream answered it). */
+export interface RequestNode {
+  id: string;
+  conversation: string;
+  label?: string;
+  time: number;
+  model?: string;
+  /** The end of its last message: transcript and cache key there, how many messages, estimated tokens. */
+  final?: { transcript: string; cacheKey: string; messages: number; tokens: number };
+  /** The request it was compared with (and took fix state from). */
+  parent?: string;
+  relation: Relation;
+  /** Its cache key agreed with the parent's at the parent's last message (same tools, system, parameters). */
+  agreed: boolean;
+  /** The child that continues this request's line, if one has come. */
+  next?: string;
+  /** How many committed requests name this one as parent. */
+  children: number;
+  /** 1-based position in its conversation. */
+  turn: number;
+  /** The cache key where its messages begin (tools, system and parameters). */
+  head: string;
+}
+
+/** One conversation: a line of requests, its label and where it came from. */
+export interface ConversationInfo {
+  id: string;
+  label?: string;
+  /** The latest request of the line. */
+  tip: string;
+  relation: Relation;
+  /** For forks: the conversation and request it branched from. */
+  forkOf?: { conversation: string; request: string };
+  requests: number;
+  started: number;
+}
+
+/** A request that passed through a message end, with its cache key at that end. */
+export interface PassingEntry {
+  request: string;
+  cacheKey: string;
+}
+
+/** Storage for the model. Every method is synchronous; a remote store loads what a request needs first. */
+export interface ConversationStore {
+  request(id: string): RequestNode | undefined;
+  putRequest(node: RequestNode): void;
+  conversation(id: string): ConversationInfo | undefined;
+  putConversation(info: ConversationInfo): void;
+  /** Requests whose last message ends at this transcript key, oldest first. */
+  endingAt(transcript: string): readonly string[];
+  addEnding(transcript: string, request: string): void;
+  /** The latest request with a message (not its last) ending at this transcript key, and its cache key there. */
+  passingThrough(transcript: string): PassingEntry | undefined;
+  addPassing(transcript: string, entry: PassingEntry): void;
+  /** Whether any conversation has had this label, and the label's latest request. */
+  labelSeen(label: string): boolean;
+  latestOfLabel(label: string): string | undefined;
+  addLabel(label: string, request: string): void;
+}
+
+/** Options for {@link MemoryConversationStore}. */
+export interface MemoryConversationStoreOptions {
+  /** The most requests remembered (least recently used go first). Default 200,000. */
+  maxRequests?: number;
+  /** The most transcript keys indexed. Default 1,000,000. */
+  maxKeys?: number;
+}
+
+/** A bounded LRU map: reads and writes move a key to the young end; past the cap the oldest go. */
+class Lru<V> {
+  private readonly map = new Map<string, V>();
+  constructor(private readonly max: number) {}
+  get size(): number {
+    return this.map.size;
+  }
+  get(k: string): V | undefined {
+    const v = this.map.get(k);
+    if (v !== undefined) {
+      this.map.delete(k);
+      this.map.set(k, v);
+    }
+    return v;
+  }
+  set(k: string, v: V): void {
+    this.map.delete(k);
+    this.map.set(k, v);
+    while (this.map.size > this.max) {
+      const oldest = this.map.keys().next().value;
+      if (oldest === undefined) break;
+      this.map.delete(oldest);
+    }
+  }
+}
+
+/** The in-memory store, bounded: memory stays flat however many conversations pass. */
+export class MemoryConversationStore implements ConversationStore {
+  private readonly requests: Lru<RequestNode>;
+  private readonly conversations: Lru<ConversationInfo>;
+  private readonly endings: Lru<string[]>;
+  private readonly passing: Lru<PassingEntry>;
+  private readonly labels: Lru<string>;
+
+  constructor(options: MemoryConversationStoreOptions = {}) {
+    const maxRequests = options.maxRequests ?? 200_000;
+    const maxKeys = options.maxKeys ?? 1_000_000;
+    this.requests = new Lru(maxRequests);
+    this.conversations = new Lru(maxRequests);
+    this.endings = new Lru(maxKeys);
+    this.passing = new Lru(maxKeys);
+    this.labels = new Lru(maxRequests);
+  }
+
+  /** How much is held, for bounds checks and health. */
+  sizes(): { requests: number; conversations: number; keys: number } {
+    return {
+      requests: this.requests.size,
+      conversations: this.conversations.size,
+      keys: this.endings.size + this.passing.size,
+    };
+  }
+
+  request(id: string): RequestNode | undefined {
+    return this.requests.get(id);
+  }
+  putRequest(node: RequestNode): void {
+    this.requests.set(node.id, node);
+  }
+  conversation(id: string): ConversationInfo | undefined {
+    return this.conversations.get(id);
+  }
+  putConversation(info: ConversationInfo): void {
+    this.conversations.set(info.id, info);
+  }
+  endingAt(transcript: string): readonly string[] {
+    return this.endings.get(transcript) ?? [];
+  }
+  addEnding(transcript: string, request: string): void {
+    const list = [...(this.endings.get(transcript) ?? []).filter((r) => r !== request), request];
+    // A handful is enough to find the right one (same label, latest); retries must not grow it forever.
+    this.endings.set(transcript, list.length > 8 ? list.slice(-8) : list);
+  }
+  passingThrough(transcript: string): PassingEntry | undefined {
+    return this.passing.get(transcript);
+  }
+  addPassing(transcript: string, entry: PassingEntry): void {
+    this.passing.set(transcript, entry);
+  }
+  labelSeen(label: string): boolean {
+    return this.labels.get(label) !== undefined;
+  }
+  latestOfLabel(label: string): string | undefined {
+    return this.labels.get(label);
+  }
+  addLabel(label: string, request: string): void {
+    this.labels.set(label, request);
+  }
+}

@@ -1,0 +1,289 @@
+// Which conversation a request continues, forks from, or starts: decided by the transcript keys at its
+// message ends (prefix/message-ends), narrowed by its session label. Pure: the store is passed in and out.
+// It never reads a body, a clock or a header, and there is no default bucket: strangers share nothing.
+
+import type { MessageEnd } from '../prefix/message-ends.js';
+import type { ConversationStore, Relation, RequestNode } from './conversation-store.js';
+
+/** What the resolver needs of a request. */
+export interface ConversationRequest {
+  id: string;
+  /** When it started (ms); a parameter, never read from a clock. */
+  time: number;
+  label?: string;
+  model?: string;
+  /** Its message ends, from {@link messageEnds} on the request the client sent. */
+  ends: readonly MessageEnd[];
+  /** The cache key where its messages begin (tools, system and parameters folded): `levels.messages.foldHash`. */
+  head: string;
+}
+
+/** A request whose relation an arrival changed (a provisional main line that turned out to be a fork). */
+export interface Reclassified {
+  request: string;
+  relation: Relation;
+  conversation: string;
+}
+
+/** Where a request belongs. */
+export interface Resolution {
+  conversation: string;
+  relation: Relation;
+  /** The request it extends or branches from: compare with it, take fix state from it. */
+  parent?: string;
+  /**
+   * What it shares with the parent's history: messages and estimated tokens up to the shared end, and
+   * whether that is the parent's whole history (`full`) or only part of it (an edit, a rewind).
+   */
+  shared?: { messages: number; tokens: number; full: boolean };
+  /** Its cache key at the shared end equals the parent's there (same tools, system and parameters). */
+  agreed: boolean;
+  /** The same history as the parent, resent (a retry or a parallel duplicate). */
+  duplicate: boolean;
+  turn: number;
+  reclassified: Reclassified[];
+}
+
+const newId = (requestId: string) => `c-${requestId}`;
+
+interface Candidate {
+  node: RequestNode;
+  at: number;
+  agreed: boolean;
+  full: boolean;
+}
+
+/**
+ * Finds the deepest shared history: first the latest request whose whole history this one extends (a
+ * message end that was some request's last), then a deeper partial match (an edit or rewind of a line).
+ * A match under another label counts only when the cached prefix agrees or a real history is shared.
+ */
+function findParent(store: ConversationStore, req: ConversationRequest): Candidate | undefined {
+  const ends = req.ends;
+  let full: Candidate | undefined;
+  for (let i = ends.length - 1; i >= 0 && !full; i--) {
+    const end = ends[i] as MessageEnd;
+    let best: RequestNode | undefined;
+    for (const id of store.endingAt(end.transcript)) {
+      const node = store.request(id);
+      if (!node?.final) continue;
+      const agreed = end.cacheKey === node.final.cacheKey;
+      const sameLabel = node.label === req.label;
+      if (!sameLabel && !agreed && node.final.messages < 2) continue;
+      if (!best) best = node;
+      else {
+        const rank = (n: RequestNode) => (n.label === req.label ? 0 : 1);
+        if (rank(node) < rank(best) || (rank(node) === rank(best) && node.time >= best.time)) best = node;
+      }
+    }
+    if (best?.final) full = { node: best, at: i, agreed: end.cacheKey === best.final.cacheKey, full: true };
+  }
+  for (let j = ends.length - 1; j > (full?.at ?? -1); j--) {
+    const end = ends[j] as MessageEnd;
+    const entry = store.passingThrough(end.transcript);
+    if (!entry) continue;
+    const node = store.request(entry.request);
+    if (!node) continue;
+    // A sibling of `node` (both extend the same request, they differ in the newest turn) shares node's
+    // reply with it; that is the full match's business, not an edit of node.
+    if (full && node.parent === full.node.id) break;
+    const agreed = entry.cacheKey === end.cacheKey;
+    const sameLabel = node.label === req.label;
+    if ((sameLabel && (req.label !== undefined || agreed)) || (agreed && j >= 1))
+      return { node, at: j, agreed, full: false };
+  }
+  if (full) return full;
+  return headMatch(store, req);
+}
+
+/**
+ * No shared message end: the first message itself changed (a date reminder re-rendered into it). Under a
+ * label, the label's latest request with the same tools and system and no longer a history is the line.
+ */
+function headMatch(store: ConversationStore, req: ConversationRequest): Candidate | undefined {
+  if (req.label === undefined || req.ends.length < 2) return undefined;
+  const latest = store.latestOfLabel(req.label);
+  const node = latest ? store.request(latest) : undefined;
+  if (!node?.final || node.head !== req.head || req.ends.length < node.final.messages) return undefined;
+  return { node, at: -1, agreed: true, full: false };
+}
+
+/** Resolves a request against what the store holds. Reads only; {@link commitConversation} records it. */
+export function resolveConversation(store: ConversationStore, req: ConversationRequest): Resolution {
+  const found = findParent(store, req);
+  const alone = (): Resolution => ({
+    conversation: newId(req.id),
+    relation: req.label !== undefined && store.labelSeen(req.label) ? 'sibling' : 'new',
+    agreed: false,
+    duplicate: false,
+    turn: 1,
+    reclassified: [],
+  });
+  if (!found) return alone();
+  const { node: parent, at, agreed } = found;
+  const end = req.ends[at];
+  const base = {
+    parent: parent.id,
+    shared: { messages: end ? end.message + 1 : 0, tokens: end?.tokens ?? 0, full: found.full },
+    agreed,
+    reclassified: [] as Reclassified[],
+  };
+  const fork = (): Resolution => ({
+    ...base,
+    conversation: newId(req.id),
+    relation: 'fork',
+    duplicate: false,
+    turn: 1,
+  });
+  const continues = (duplicate = false): Resolution => ({
+    ...base,
+    conversation: parent.conversation,
+    relation: 'continues',
+    duplicate,
+    turn: (store.conversation(parent.conversation)?.requests ?? parent.turn) + 1,
+  });
+  if (parent.label !== req.label) return fork();
+  const conv = store.conversation(parent.conversation);
+  const isTip = !conv || conv.tip === parent.id;
+  if (!found.full) return isTip ? continues() : fork();
+  const duplicate = at === req.ends.length - 1;
+  if (isTip) {
+    const out = continues(duplicate);
+    swapIfMainReturns(store, parent, out);
+    return out;
+  }
+  if (duplicate) return continues(true);
+  // The parent already has a continuing child. If that child went nowhere and this request keeps the
+  // parent's cached prefix (or neither does and this is the later one), this is the main line returning
+  // and the child was a fork beside it.
+  const child = parent.next ? store.request(parent.next) : undefined;
+  if (child && child.children === 0 && conv?.tip === child.id && (agreed || !child.agreed)) {
+    const out = continues();
+    out.reclassified.push({ request: child.id, relation: 'fork', conversation: newId(child.id) });
+    return out;
+  }
+  return fork();
+}
+
+/**
+ * A request that continues a fork F whose sibling M (the provisional main line) went nowhere: the line
+ * that goes on is the main one, so F becomes the main line and M the fork. Only under one label.
+ */
+function swapIfMainReturns(store: ConversationStore, f: RequestNode, out: Resolution): void {
+  if (f.relation !== 'fork' || f.children > 0 || !f.parent || !f.agreed) return;
+  const pp = store.request(f.parent);
+  if (!pp?.next || pp.next === f.id) return;
+  const m = store.request(pp.next);
+  const main = store.conversation(pp.conversation);
+  if (!m || m.children > 0 || m.label !== f.label || main?.tip !== m.id) return;
+  out.conversation = pp.conversation;
+  out.turn = (main?.requests ?? pp.turn) + 1;
+  out.reclassified.push(
+    { request: f.id, relation: 'continues', conversation: pp.conversation },
+    { request: m.id, relation: 'fork', conversation: newId(m.id) },
+  );
+}
+
+/** Records a resolved request (once the upstream accepted it): the node, its line, the indexes. */
+export function commitConversation(
+  store: ConversationStore,
+  req: ConversationRequest,
+  res: Resolution,
+): RequestNode {
+  for (const r of res.reclassified) applyReclassification(store, r);
+  const last = req.ends[req.ends.length - 1];
+  const node: RequestNode = {
+    id: req.id,
+    conversation: res.conversation,
+    time: req.time,
+    relation: res.relation,
+    agreed: res.agreed,
+    children: 0,
+    turn: res.turn,
+    head: req.head,
+  };
+  if (req.label !== undefined) node.label = req.label;
+  if (req.model !== undefined) node.model = req.model;
+  if (res.parent) node.parent = res.parent;
+  if (last)
+    node.final = {
+      transcript: last.transcript,
+      cacheKey: last.cacheKey,
+      messages: last.message + 1,
+      tokens: last.tokens,
+    };
+  store.putRequest(node);
+  const parent = res.parent ? store.request(res.parent) : undefined;
+  if (parent) {
+    parent.children++;
+    if (res.relation === 'continues' && !res.duplicate && parent.conversation === res.conversation)
+      parent.next = req.id;
+    store.putRequest(parent);
+  }
+  const conv = store.conversation(res.conversation);
+  if (conv) {
+    conv.requests++;
+    if (!res.duplicate) conv.tip = req.id;
+    store.putConversation(conv);
+  } else {
+    store.putConversation({
+      id: res.conversation,
+      ...(req.label !== undefined ? { label: req.label } : {}),
+      tip: req.id,
+      relation: res.relation,
+      ...(res.relation === 'fork' && parent
+        ? { forkOf: { conversation: parent.conversation, request: parent.id } }
+        : {}),
+      requests: 1,
+      started: req.time,
+    });
+  }
+  if (req.label !== undefined) store.addLabel(req.label, req.id);
+  if (last) store.addEnding(last.transcript, req.id);
+  for (let i = 0; i < req.ends.length - 1; i++) {
+    const e = req.ends[i] as MessageEnd;
+    store.addPassing(e.transcript, { request: req.id, cacheKey: e.cacheKey });
+  }
+  return node;
+}
+
+function applyReclassification(store: ConversationStore, r: Reclassified): void {
+  const node = store.request(r.request);
+  if (!node) return;
+  const before = store.conversation(node.conversation);
+  node.relation = r.relation;
+  node.conversation = r.conversation;
+  store.putRequest(node);
+  const parent = node.parent ? store.request(node.parent) : undefined;
+  if (r.relation === 'fork') {
+    store.putConversation({
+      id: r.conversation,
+      ...(node.label !== undefined ? { label: node.label } : {}),
+      tip: node.id,
+      relation: 'fork',
+      ...(parent ? { forkOf: { conversation: parent.conversation, request: parent.id } } : {}),
+      requests: 1,
+      started: node.time,
+    });
+    if (before && before.id !== r.conversation) {
+      before.requests = Math.max(1, before.requests - 1);
+      if (before.tip === node.id && parent) before.tip = parent.id;
+      store.putConversation(before);
+    }
+    if (parent?.next === node.id) {
+      delete parent.next;
+      store.putRequest(parent);
+    }
+  } else {
+    if (parent) {
+      parent.next = node.id;
+      store.putRequest(parent);
+    }
+    const main = store.conversation(r.conversation);
+    if (main) {
+      main.tip = node.id;
+      main.requests++;
+      store.putConversation(main);
+    }
+  }
+}
