@@ -3,6 +3,7 @@
 
 import type { CapturedPrefix } from '../capture/capture-record.js';
 import type { Prefix, PrefixBlock, PrefixLevel } from '../prefix/build-prefix.js';
+import { TranscriptChain } from '../prefix/transcript.js';
 import type { RequestBody, WireFormat } from '../wire/request-body.js';
 
 const LEVELS: PrefixLevel[] = ['tools', 'system', 'messages'];
@@ -14,9 +15,12 @@ export function prefixFromCapture(
   betas: readonly string[] = [],
 ): Prefix {
   let cumulative = 0;
+  const transcript = new TranscriptChain();
   const blocks: PrefixBlock[] = captured.blocks.map((b, i) => {
     cumulative += b.tokens;
     return {
+      ...(b.tp ? { toolParts: { schema: b.tp[0], description: b.tp[1], other: b.tp[2] } } : {}),
+      transcript: b.level === 'messages' ? transcript.next(b.role, b.id) : undefined,
       index: i,
       level: b.level,
       kind: b.kind,
@@ -51,7 +55,8 @@ export function prefixFromCapture(
       start,
       end,
       params: captured.params?.[level] ?? {},
-      foldHash: `${level}:${JSON.stringify(captured.params?.[level] ?? {})}`,
+      // Captures from before fold hashes were kept: the level's parameters stand in (same level, same params).
+      foldHash: captured.folds?.[level] ?? `${level}:${JSON.stringify(captured.params?.[level] ?? {})}`,
     };
   }
   const body = {

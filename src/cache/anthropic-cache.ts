@@ -3,7 +3,14 @@
 
 import type { Prefix } from '../prefix/build-prefix.js';
 import { type AnthropicModelFacts, anthropicModelFacts } from './anthropic-models.js';
-import { anthropicBreakpoints, type Breakpoint, type RuleViolation, TTL_1H } from './anthropic-rules.js';
+import {
+  anthropicBreakpoints,
+  type Breakpoint,
+  type RuleViolation,
+  TTL_1H,
+  TTL_5M,
+} from './anthropic-rules.js';
+import { type CacheEvidence, deepestUnreadable, type Unreadable } from './cache-evidence.js';
 import { type CacheEntry, EntryStore } from './entry-store.js';
 
 /** How many positions a breakpoint looks back, counting itself (prompt-caching.md). */
@@ -35,6 +42,8 @@ export interface AnthropicCacheResult {
    * the request could not read. Null otherwise.
    */
   beyondLookback: { blockIndex: number; tokens: number } | null;
+  /** What could be read and why not more (always present; the scan runs only with `explain`). */
+  evidence: CacheEvidence;
 }
 
 /** Options for an {@link AnthropicCache}. */
@@ -129,6 +138,16 @@ export class AnthropicCache {
       }
     }
 
+    // What this request could not read, found before its own writes land (they are not "earlier").
+    const unreadable: Unreadable[] = [];
+    if (options.explain) {
+      const deepest = deepestUnreadable(prefix, this.store, scope, start, hit?.blockIndex ?? -1);
+      if (deepest?.reason === 'beyond_lookback' && breakpoints.length) {
+        const bp = breakpoints.find((x) => x.blockIndex > deepest.blockIndex);
+        if (bp) deepest.distance = bp.blockIndex - deepest.blockIndex + 1;
+      }
+      if (deepest) unreadable.push(deepest);
+    }
     const a = hit?.tokens ?? 0;
     const writes: CacheEntry[] = [];
     const belowMinimum: Breakpoint[] = [];
@@ -147,7 +166,22 @@ export class AnthropicCache {
       if (bp.ttlMs >= TTL_1H) b = Math.max(b, tokens);
       c = Math.max(c, tokens);
     }
+    if (options.explain && belowMinimum.length && !writes.length)
+      unreadable.push({
+        reason: 'below_minimum',
+        tokens:
+          blocks[(belowMinimum[belowMinimum.length - 1] as Breakpoint).blockIndex]?.cumulativeTokens ?? 0,
+        minimum,
+      });
+    const longestTtl = breakpoints.reduce((m, bp) => Math.max(m, bp.ttlMs), 0);
     return {
+      evidence: {
+        readTokens: a,
+        cachedAfterTokens: c,
+        writesReported: true,
+        ttlMs: longestTtl || TTL_5M,
+        unreadable,
+      },
       usage: {
         input_tokens: prefix.totalTokens - c,
         cache_creation_input_tokens: c - a,

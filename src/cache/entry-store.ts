@@ -30,6 +30,8 @@ const BUCKET_MS = 60_000;
  */
 export class EntryStore {
   private readonly entries = new Map<string, CacheEntry>();
+  /** Entries that expired, remembered (bounded) so a miss can say which entry it lost and with what TTL. */
+  private readonly expiredEntries = new Map<string, CacheEntry>();
   private readonly buckets = new Map<number, Set<string>>();
   private readonly max: number;
   private swept = Number.NEGATIVE_INFINITY;
@@ -58,6 +60,13 @@ export class EntryStore {
     return e && e.expiresAt > now ? e : undefined;
   }
 
+  /** An entry at `key` that had expired by `now` (still listed, or remembered after its sweep). */
+  expired(key: string, now: number): CacheEntry | undefined {
+    const e = this.entries.get(key);
+    if (e && e.expiresAt <= now) return e;
+    return e ? undefined : this.expiredEntries.get(key);
+  }
+
   /** Refreshes an entry read by a request that started at `start`: it lives `ttl` from then, at least. */
   touch(entry: CacheEntry, start: number): void {
     this.stats.reads++;
@@ -82,6 +91,7 @@ export class EntryStore {
   ): CacheEntry {
     this.stats.writes++;
     const prior = this.entries.get(key);
+    this.expiredEntries.delete(key);
     if (prior && prior.expiresAt > start) {
       prior.ttlMs = Math.max(prior.ttlMs, ttlMs);
       prior.expiresAt = Math.max(prior.expiresAt, start + ttlMs);
@@ -120,6 +130,7 @@ export class EntryStore {
         if (e && e.expiresAt <= now) {
           this.entries.delete(key);
           this.stats.expired++;
+          this.remember(e);
         }
       }
       this.buckets.delete(bucket);
@@ -128,7 +139,17 @@ export class EntryStore {
     this.swept = limit - 1;
   }
 
+  private remember(e: CacheEntry): void {
+    this.expiredEntries.delete(e.key);
+    this.expiredEntries.set(e.key, e);
+    if (this.expiredEntries.size > Math.min(this.max, 100_000)) {
+      const oldest = this.expiredEntries.keys().next().value;
+      if (oldest !== undefined) this.expiredEntries.delete(oldest);
+    }
+  }
+
   clear(): void {
+    this.expiredEntries.clear();
     this.entries.clear();
     this.buckets.clear();
     this.swept = Number.NEGATIVE_INFINITY;

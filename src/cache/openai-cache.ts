@@ -4,6 +4,7 @@
 import { hash } from 'node:crypto';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
+import { type CacheEvidence, deepestUnreadable, type Unreadable } from './cache-evidence.js';
 import { type CacheEntry, EntryStore } from './entry-store.js';
 import { ExpiringRecords } from './expiring-records.js';
 
@@ -44,6 +45,8 @@ export interface OpenAICacheResult {
   boundaries: number[];
   /** Sent to another machine by overflow routing: a cold miss whatever the cache holds. */
   overflowed: boolean;
+  /** What could be read and why not more (the scan for unread entries runs only with `explain`). */
+  evidence: CacheEvidence;
 }
 
 /** Options for an {@link OpenAICache}. */
@@ -62,6 +65,8 @@ export interface OpenAIRequestOptions {
   retention?: string;
   /** `prompt_cache_options.mode` on GPT-5.6+: `implicit` (default) or `explicit`. */
   mode?: string;
+  /** Find why an entry beyond the read was not read (the analyzer asks; the simulator need not). */
+  explain?: boolean;
 }
 
 /** The cache of one simulated (or analyzed) OpenAI organization. */
@@ -115,6 +120,15 @@ export class OpenAICache {
         }
       }
     }
+    // What this request could not read, found before its own writes land (they are not "earlier").
+    const unreadable: Unreadable[] = [];
+    if (opts.explain) {
+      if (overflowed) unreadable.push({ reason: 'other_route' });
+      else {
+        const deepest = deepestUnreadable(prefix, this.store, scope, start, hit?.blockIndex ?? -1);
+        if (deepest) unreadable.push(deepest);
+      }
+    }
     const writes: CacheEntry[] = [];
     if (!overflowed) {
       for (const i of writeAt) {
@@ -133,7 +147,29 @@ export class OpenAICache {
       const last = writes.reduce((m, w) => Math.max(m, w.tokens), hitTokens);
       cacheWriteTokens = last - hitTokens;
     }
+    if (opts.explain) {
+      if (hitTokens > cachedTokens)
+        unreadable.push({
+          reason: 'rounded',
+          tokens: hitTokens - cachedTokens,
+          granularity: facts.granularity,
+        });
+      if (!writes.length && !hit && prefix.totalTokens < facts.minCacheableTokens)
+        unreadable.push({
+          reason: 'below_minimum',
+          tokens: prefix.totalTokens,
+          minimum: facts.minCacheableTokens,
+        });
+    }
+    const cachedAfter = writes.reduce((m, w) => Math.max(m, w.tokens), hitTokens);
     return {
+      evidence: {
+        readTokens: cachedTokens,
+        cachedAfterTokens: cachedAfter,
+        writesReported: facts.scheme === 'breakpoints',
+        ttlMs: ttl,
+        unreadable,
+      },
       facts,
       totalTokens: prefix.totalTokens,
       cachedTokens,

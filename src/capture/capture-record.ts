@@ -29,6 +29,8 @@ export interface CapturedBlock {
   at: number;
   cc?: { type: string; ttl?: string };
   empty?: true;
+  /** Tool definitions: identities of schema, description and other fields (prefix/unit-info ToolParts). */
+  tp?: [string, string, string];
 }
 
 export interface CapturedPrefix {
@@ -45,6 +47,8 @@ export interface CapturedPrefix {
   /** Names of tools with defer_loading: true (absent when none). */
   deferredTools?: string[];
   auto?: { type: string; ttl?: string };
+  /** Each level's fold hash (the prefix model's, so a parameter change is found exactly as in `diff`). */
+  folds?: { tools: string; system: string; messages: string };
 }
 
 /** A fix that ran on the request, with what it did (issue 6 fills these). */
@@ -57,12 +61,24 @@ export interface FixNote {
   error?: string;
 }
 
+/** Where the conversation model put the request when the proxy saw it (the client's own bytes). */
+export interface CapturedConversation {
+  id: string;
+  relation: 'continues' | 'fork' | 'sibling' | 'new';
+  parent?: string;
+  turn: number;
+}
+
 /** One exchange. Times are ms since the epoch on the proxy's clock. */
 export interface CaptureRecord {
   v: 1;
   id: string;
   times: { start: number; firstByte?: number; end?: number };
+  /** The session label (`source` says which hint), or the conversation id when the request has no label. */
   session: { key: string; source: string };
+  conversation?: CapturedConversation;
+  /** OpenAI request options the cache model reads (retention, breakpoint mode), when sent. */
+  cacheOptions?: { retention?: string; mode?: string };
   provider: 'anthropic' | 'openai' | 'unknown';
   route: string;
   method: string;
@@ -127,10 +143,16 @@ export function capturePrefix(prefix: Prefix): CapturedPrefix {
           ...(b.cacheControl.ttl ? { ttl: b.cacheControl.ttl } : {}),
         };
       if (b.emptyText) c.empty = true;
+      if (b.toolParts) c.tp = [b.toolParts.schema, b.toolParts.description, b.toolParts.other];
       return c;
     }),
     params,
     ...(prefix.deferredTools.length ? { deferredTools: prefix.deferredTools } : {}),
+    folds: {
+      tools: prefix.levels.tools.foldHash,
+      system: prefix.levels.system.foldHash,
+      messages: prefix.levels.messages.foldHash,
+    },
   };
   if (prefix.autoCacheControl)
     out.auto = {
@@ -169,6 +191,7 @@ export function sameBlock(a: CapturedBlock, b: CapturedBlock): boolean {
     a.size === b.size &&
     a.tokens === b.tokens &&
     a.cc?.type === b.cc?.type &&
-    a.cc?.ttl === b.cc?.ttl
+    a.cc?.ttl === b.cc?.ttl &&
+    a.tp?.join() === b.tp?.join()
   );
 }

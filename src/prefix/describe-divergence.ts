@@ -5,6 +5,7 @@ import type {
   BlocksChange,
   Divergence,
   ParamChange,
+  PrefixChange,
   PrefixComparison,
   ToolsChange,
 } from './first-divergence.js';
@@ -72,6 +73,17 @@ function where(d: Divergence): string {
   if (c.type === 'system') return `system diverges at block ${c.partIndex ?? 0}`;
   const role = c.role ? ` (${c.role})` : '';
   return `messages diverge at message ${c.messageIndex ?? 0}${role}, block ${c.partIndex ?? 0}`;
+}
+
+/** What changed, in words: the same words for `diff`, the report and the live page. */
+export function describeChange(c: PrefixChange): string {
+  if (c.type === 'tools') return toolsWhat(c);
+  if (c.type === 'params') return paramsWhat(c.params);
+  const at =
+    c.type === 'system'
+      ? ` (system block ${c.partIndex ?? 0})`
+      : ` (message ${c.messageIndex ?? 0}${c.role ? `, ${c.role}` : ''}, block ${c.partIndex ?? 0})`;
+  return `${blocksWhat(c)}${at}`;
 }
 
 /** The one sentence: where, what changed, and what it costs. */

@@ -291,3 +291,21 @@ function blocksChange(a: Prefix, b: Prefix, level: PrefixLevel, ia: number, ib: 
   }
   return { type, edit: 'edited', ...where(y) };
 }
+
+/**
+ * Estimated tokens two requests share from the start: the cumulative tokens of the last block whose cache
+ * key agrees (keys are cumulative, so a binary search finds it). The quick form of {@link firstDivergence}.
+ */
+export function sharedPrefixTokens(
+  a: readonly Pick<PrefixBlock, 'hash' | 'cumulativeTokens'>[],
+  b: readonly Pick<PrefixBlock, 'hash' | 'cumulativeTokens'>[],
+): number {
+  let lo = 0;
+  let hi = Math.min(a.length, b.length);
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid]?.hash === b[mid]?.hash) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 ? (b[lo - 1]?.cumulativeTokens ?? 0) : 0;
+}
