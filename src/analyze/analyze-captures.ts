@@ -1,37 +1,39 @@
-// The analyzer: reads capture records in order, finds each request's lineage, runs the cache model beside the
-// provider's usage, names one cause per re-written prefix and prices it. Streaming: memory does not grow with the capture.
+// The analyzer: reads capture records in order, asks the conversation model which conversation each
+// request belongs to, runs the cache models for their evidence beside the provider's usage, and names one
+// cause per re-written prefix with the cause table. Memory is bounded whatever the length of the capture.
 
 import { AnthropicCache } from '../cache/anthropic-cache.js';
-import { TTL_1H, TTL_5M } from '../cache/anthropic-rules.js';
+import { TTL_1H } from '../cache/anthropic-rules.js';
+import type { CacheEvidence, Unreadable } from '../cache/cache-evidence.js';
 import { OpenAICache } from '../cache/openai-cache.js';
 import type { CapturedPrefix, CaptureRecord } from '../capture/capture-record.js';
+import { MemoryConversationStore, type Relation } from '../conversation/conversation-store.js';
+import { commitConversation, resolveConversation } from '../conversation/resolve-conversation.js';
+import type { Prefix } from '../prefix/build-prefix.js';
+import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
+import { messageEnds } from '../prefix/message-ends.js';
 import { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
-import { type CapturedChange, capturedDivergence } from './captured-divergence.js';
 import { prefixFromCapture } from './captured-prefix.js';
+import {
+  type BustCause,
+  type CauseDecision,
+  decideCause,
+  isStructural,
+  structuralCause,
+} from './cause-table.js';
 import { costOf, type RequestCost, wasteOf } from './cost.js';
 import type { PriceTable } from './price-table.js';
 
-/** The closed vocabulary of bust causes (DESIGN.md). */
-export type BustCause =
-  | 'cold_start'
-  | 'tools_changed'
-  | 'system_changed'
-  | 'messages_edited'
-  | 'params_changed'
-  | 'model_changed'
-  | 'fork_diverged'
-  | 'ttl_expired'
-  | 'below_minimum'
-  | 'lookback_exceeded'
-  | 'concurrent'
-  | 'unexplained';
+export type { BustCause } from './cause-table.js';
 
 /** One request whose cached prefix was written again (or never read), with its cause and price. */
 export interface Miss {
   requestId: string;
-  /** Position of the request in its session (1-based turn). */
+  /** Position of the request in its conversation (1-based turn). */
   turn: number;
+  /** The session label (or the conversation, for requests without one). */
   session: string;
+  conversation: string;
   time: number;
   model: string | undefined;
   cause: BustCause;
@@ -48,10 +50,14 @@ export interface Miss {
 }
 
 export interface MissDetail {
-  change?: CapturedChange;
+  /** What changed, from the prefix model's first divergence (the same as `cacheward diff`). */
+  change?: PrefixChange;
+  /** Every part that changed, the cause's own first. */
+  changed?: Divergence['changed'];
   byteOffset?: number;
   blockIndex?: number;
   idleSeconds?: number;
+  /** The TTL of the entry that expired (its own, per breakpoint). */
   ttlSeconds?: number;
   prefixTokens?: number;
   minimumTokens?: number;
@@ -59,12 +65,17 @@ export interface MissDetail {
   forkOf?: string;
   expectedReadTokens?: number;
   actualReadTokens?: number;
+  /** The cache model's evidence for the cause, as it gave it. */
+  evidence?: Unreadable;
 }
 
 /** One analyzed request. */
 export interface AnalyzedRequest {
   id: string;
   session: string;
+  conversation: string;
+  /** How it relates to earlier requests (count_tokens calls and refused requests are `none`). */
+  relation: Relation | 'none';
   turn: number;
   time: number;
   provider: string;
@@ -133,23 +144,23 @@ export interface AnalyzeOptions {
   window?: number;
 }
 
+/** What the analyzer keeps of a recent request, for the requests that come after it. Bounded. */
 interface Seen {
   id: string;
   session: string;
+  conversation: string;
   model: string | undefined;
-  provider: string;
   start: number;
   firstByte: number;
-  /** Estimated tokens of the prefix this request had cached after it ran (read + written). */
+  /** Estimated tokens of the prefix it had cached once done (reported, or inferred by the model). */
   cachedEst: number;
-  /** Estimated tokens per provider token. */
-  scale: number;
-  prefix: CapturedPrefix;
-  ttlMs: number;
-  continued: number;
+  prefix: Prefix;
+  /** Its divergence from its own parent (to re-name its cause if its relation changes later). */
+  divergence: Divergence | null;
+  row: AnalyzedRequest;
 }
 
-const RECENT = 512;
+const RECENT = 4_096;
 
 /** The analysis over a stream of records. */
 export async function analyzeRecords(
@@ -173,14 +184,23 @@ export async function analyzeRecords(
   return analyzer.result(count);
 }
 
-class Analyzer {
+/** The session label of a record: a label the client sent, else none. */
+function labelOf(r: CaptureRecord): string | undefined {
+  const source = r.session.source;
+  return source === 'lineage' || source === 'conversation' || source === 'none' ? undefined : r.session.key;
+}
+
+/** A count_tokens call or a request the upstream refused: recorded, a turn of nobody. */
+export function isTurn(r: Pick<CaptureRecord, 'route' | 'status'>): boolean {
+  if (r.route.includes('count_tokens')) return false;
+  return r.status === undefined || r.status < 400;
+}
+
+export class Analyzer {
   private readonly anthropic = new AnthropicCache();
   private readonly openai = new OpenAICache();
-  /** Latest request per block key: the lineage index. Bounded. */
-  private readonly byKey = new Map<string, string>();
+  private readonly conversations = new MemoryConversationStore();
   private readonly recent = new Map<string, Seen>();
-  private readonly lastOfSession = new Map<string, string>();
-  private readonly turns = new Map<string, number>();
   private readonly sessions = new Map<string, SessionSummary>();
   private readonly requests: AnalyzedRequest[] = [];
   private readonly misses: Miss[] = [];
@@ -193,8 +213,9 @@ class Analyzer {
 
   constructor(private readonly options: AnalyzeOptions) {}
 
-  add(r: CaptureRecord): void {
-    if (!r.prefix || r.method !== 'POST') return;
+  /** Analyzes one record (records should arrive in start order) and returns its row. */
+  add(r: CaptureRecord): AnalyzedRequest | undefined {
+    if (!r.prefix || r.method !== 'POST') return undefined;
     const usage =
       r.usage?.normalized ??
       (r.usage
@@ -202,73 +223,62 @@ class Analyzer {
           ? normalizeAnthropicUsage(r.usage.raw)
           : normalizeOpenAIUsage(r.usage.raw)
         : undefined);
-    const session = r.session.key;
-    const turn = (this.turns.get(session) ?? 0) + 1;
-    this.turns.set(session, turn);
     const start = r.times.start;
     const firstByte = r.times.firstByte ?? r.times.end ?? start;
-    const prefix = r.prefix;
+    const prefix = prefixFromCapture(this.withTtl(r.prefix), r.model, r.betas);
     const model = r.model;
     const totalEst = Math.max(1, prefix.totalTokens);
     const scale = usage && usage.inputTotal > 0 ? usage.inputTotal / totalEst : 1;
+    const label = labelOf(r);
+    const turnOf = isTurn(r);
 
-    // The cache model, on the captured prefix, at the captured times.
-    const modelPrefix = prefixFromCapture(this.withTtl(prefix), model, r.betas);
-    let expectedHitEst: number | undefined;
-    let explain:
-      | {
-          pending: number;
-          beyond: { blockIndex: number; tokens: number } | null;
-          minimum: number;
-          below: boolean;
-        }
-      | undefined;
-    if (r.provider === 'anthropic') {
-      const res = this.anthropic.evaluate(modelPrefix, 'capture', start, r.id, { explain: true });
-      if ('usage' in res) {
-        expectedHitEst = res.hit?.tokens ?? 0;
-        explain = {
-          pending: res.pendingMatches,
-          beyond: res.beyondLookback,
-          minimum: res.minimumTokens,
-          below: res.belowMinimum.length > 0 && !res.writes.length,
-        };
-        this.anthropic.responseBegan(res, firstByte);
+    // Which conversation: the one resolver, on the captured prefix.
+    const req = {
+      id: r.id,
+      time: start,
+      ends: messageEnds(prefix),
+      head: prefix.levels.messages.foldHash,
+      ...(label !== undefined ? { label } : {}),
+      ...(model !== undefined ? { model } : {}),
+    };
+    const res = turnOf ? resolveConversation(this.conversations, req) : undefined;
+    if (res) commitConversation(this.conversations, req, res);
+    const parent = res?.parent ? this.recent.get(res.parent) : undefined;
+    const conversation = res?.conversation ?? `none-${r.id}`;
+    const session = label ?? (res?.relation === 'fork' && parent ? parent.session : conversation);
+
+    // The cache model, on the captured prefix, at the captured times: usage and evidence.
+    let evidence: CacheEvidence | undefined;
+    if (turnOf && r.provider === 'anthropic') {
+      const out = this.anthropic.evaluate(prefix, 'capture', start, r.id, { explain: true });
+      if ('usage' in out) {
+        evidence = out.evidence;
+        this.anthropic.responseBegan(out, firstByte);
       }
-    } else if (r.provider === 'openai') {
-      const res = this.openai.evaluate(modelPrefix, 'capture', start, r.id, {});
-      expectedHitEst = res.hit?.tokens ?? 0;
-      explain = {
-        pending: 0,
-        beyond: null,
-        minimum: res.facts.minCacheableTokens,
-        below: prefix.totalTokens < res.facts.minCacheableTokens,
-      };
-      this.openai.responseBegan(res, firstByte);
+    } else if (turnOf && r.provider === 'openai') {
+      const out = this.openai.evaluate(prefix, 'capture', start, r.id, {
+        ...(r.cacheOptions?.retention ? { retention: r.cacheOptions.retention } : {}),
+        ...(r.cacheOptions?.mode ? { mode: r.cacheOptions.mode } : {}),
+        explain: true,
+      });
+      evidence = out.evidence;
+      this.openai.responseBegan(out, firstByte);
     }
-
-    // Lineage: the latest earlier request sharing the longest prefix; and the session's previous request.
-    let lineage: Seen | undefined;
-    for (let i = prefix.blocks.length - 1; i >= 0 && !lineage; i--) {
-      const id = this.byKey.get((prefix.blocks[i] as { hash: string }).hash);
-      if (id) lineage = this.recent.get(id);
-    }
-    const prevId = this.lastOfSession.get(session);
-    const prev = prevId ? this.recent.get(prevId) : undefined;
-    const parent = pickParent(prefix, prev, lineage);
 
     const row: AnalyzedRequest = {
       id: r.id,
       session,
-      turn,
+      conversation,
+      relation: res?.relation ?? 'none',
+      turn: res?.turn ?? 0,
       time: start,
       provider: r.provider,
       model,
       status: r.status,
       usage,
       cost: null,
-      expectedRead: expectedHitEst === undefined ? undefined : Math.round(expectedHitEst * scale),
-      concurrent: !!prev && start < prev.firstByte,
+      expectedRead: evidence ? Math.round(evidence.readTokens * scale) : undefined,
+      concurrent: !!parent && start < parent.firstByte,
     };
     const price = this.options.prices.lookup(model);
     if (usage) {
@@ -283,60 +293,140 @@ class Analyzer {
       else if (model) this.unpricedModels.add(model);
       this.outputTokens += usage.output;
     }
-    const isFork =
-      parent && parent.session !== session ? true : !!parent && parent.continued > 0 && parent.id !== prevId;
-    if (parent && isFork) row.fork = { parent: parent.id };
-    if (usage?.cacheReported && r.status !== undefined && r.status < 400) {
-      const miss = this.classify(r, usage, scale, parent, isFork, row, explain, expectedHitEst);
-      if (miss) {
+    if (res?.relation === 'fork' && res.parent) row.fork = { parent: res.parent };
+    const divergence = parent ? firstDivergence(parent.prefix, prefix) : null;
+    if (usage?.cacheReported && turnOf) {
+      const decision = decideCause({
+        relation: res?.relation ?? 'new',
+        hasParent: !!parent,
+        parentCached: parent?.cachedEst ?? 0,
+        divergence,
+        shared: divergence
+          ? divergence.sharedTokens
+          : Math.min(parent?.prefix.totalTokens ?? 0, prefix.totalTokens),
+        read: usage.cacheRead / scale,
+        written: usage.cacheWrite / scale,
+        total: prefix.totalTokens,
+        evidence,
+        beforeParentResponse: row.concurrent,
+        idleSeconds: parent ? (start - parent.start) / 1000 : 0,
+      });
+      if (decision) {
+        const miss = this.makeMiss(r, row, usage, scale, decision, parent, prefix);
         row.miss = miss;
         this.misses.push(miss);
       }
     }
+    for (const c of res?.reclassified ?? []) this.reclassify(c.request, c.relation);
     this.tally(row, usage);
     if (this.options.keepRequests !== false) this.requests.push(row);
 
-    // Remember this request for the ones after it.
-    const cachedEst = usage?.cacheReported ? (usage.cacheRead + usage.cacheWrite) / scale : 0;
-    const ttlMs =
-      this.options.ttlOverride ??
-      (prefix.blocks.some((b) => b.cc?.ttl === '1h') || prefix.auto?.ttl === '1h'
-        ? TTL_1H
-        : r.provider === 'openai'
-          ? 5 * 60_000
-          : TTL_5M);
-    if (parent) parent.continued++;
-    const seen: Seen = {
-      id: r.id,
-      session,
-      model,
-      provider: r.provider,
-      start,
-      firstByte,
-      cachedEst,
-      scale,
-      prefix,
-      ttlMs,
-      continued: 0,
-    };
-    this.recent.set(r.id, seen);
+    if (turnOf) {
+      // What this request leaves cached: the provider's word where it reports writes, else the model's.
+      const reported = usage?.cacheReported ? (usage.cacheRead + usage.cacheWrite) / scale : 0;
+      const inferred = evidence && !evidence.writesReported ? evidence.cachedAfterTokens : 0;
+      this.remember({
+        id: r.id,
+        session,
+        conversation,
+        model,
+        start,
+        firstByte,
+        cachedEst: Math.max(reported, inferred),
+        prefix,
+        divergence,
+        row,
+      });
+    }
+    return row;
+  }
+
+  private remember(seen: Seen): void {
+    this.recent.set(seen.id, seen);
     if (this.recent.size > RECENT) {
       const oldest = this.recent.keys().next().value;
       if (oldest !== undefined) this.recent.delete(oldest);
     }
-    this.lastOfSession.set(session, r.id);
-    // Index only the blocks this request added: the shared ones already lead to its lineage.
-    const from = lineage ? lineagePrefixLength(prefix, lineage) : 0;
-    for (let i = from; i < prefix.blocks.length; i++) {
-      const key = (prefix.blocks[i] as { hash: string }).hash;
-      this.byKey.delete(key);
-      this.byKey.set(key, r.id);
+  }
+
+  /** A later request showed that an earlier one was a fork (or the main line after all): re-name it. */
+  private reclassify(id: string, relation: Relation): void {
+    const seen = this.recent.get(id);
+    if (!seen) return;
+    const row = seen.row;
+    const summary = this.sessions.get(row.session);
+    const wasFork = !!row.fork;
+    row.relation = relation;
+    const parentId = row.miss?.parentId ?? this.conversations.request(id)?.parent;
+    if (relation === 'fork' && parentId) row.fork = { parent: parentId };
+    else delete row.fork;
+    if (summary && wasFork !== !!row.fork) summary.forks += row.fork ? 1 : -1;
+    const miss = row.miss;
+    if (!miss) return;
+    if (relation === 'fork' && isStructural(miss.cause)) {
+      miss.cause = 'fork_diverged';
+      if (parentId) miss.detail.forkOf = parentId;
+    } else if (relation !== 'fork' && miss.cause === 'fork_diverged' && seen.divergence) {
+      miss.cause = structuralCause(seen.divergence);
+      delete miss.detail.forkOf;
     }
-    while (this.byKey.size > 2_000_000) {
-      const oldest = this.byKey.keys().next().value;
-      if (oldest === undefined) break;
-      this.byKey.delete(oldest);
+  }
+
+  private makeMiss(
+    r: CaptureRecord,
+    row: AnalyzedRequest,
+    usage: NormalizedUsage,
+    scale: number,
+    d: CauseDecision,
+    parent: Seen | undefined,
+    prefix: Prefix,
+  ): Miss {
+    const price = this.options.prices.lookup(row.model);
+    const rewrittenTokens = Math.max(0, Math.round(d.rewritten * scale));
+    const oneHour = r.prefix?.blocks.some((b) => b.cc?.ttl === '1h') ?? false;
+    const detail: MissDetail = {};
+    if (d.change) detail.change = d.change;
+    if (d.changed) detail.changed = d.changed;
+    if (d.blockIndex !== undefined) {
+      detail.blockIndex = d.blockIndex;
+      const at = prefix.blocks[d.blockIndex]?.span.start;
+      if (at !== undefined) detail.byteOffset = at;
     }
+    if (d.evidence) detail.evidence = d.evidence;
+    if (parent) {
+      const idle = (r.times.start - parent.start) / 1000;
+      // Sub-second gaps matter for concurrency; for everything else whole seconds say it.
+      detail.idleSeconds = d.cause === 'concurrent' ? Math.round(idle * 10) / 10 : Math.round(idle);
+    }
+    if (d.cause === 'fork_diverged' && parent) detail.forkOf = parent.id;
+    if (d.evidence?.reason === 'expired') detail.ttlSeconds = d.evidence.ttlMs / 1000;
+    if (d.evidence?.reason === 'beyond_lookback' && d.evidence.distance)
+      detail.lookbackDistance = d.evidence.distance;
+    if (d.cause === 'below_minimum' && d.evidence?.reason === 'below_minimum') {
+      detail.prefixTokens = Math.round(prefix.totalTokens * scale);
+      detail.minimumTokens = d.evidence.minimum;
+    }
+    if (d.cause === 'unexplained') {
+      detail.expectedReadTokens = row.expectedRead ?? 0;
+      detail.actualReadTokens = usage.cacheRead;
+    }
+    const miss: Miss = {
+      requestId: r.id,
+      turn: row.turn,
+      session: row.session,
+      conversation: row.conversation,
+      time: row.time,
+      model: row.model,
+      cause: d.cause,
+      detail,
+      rewrittenTokens,
+      waste: price ? wasteOf(rewrittenTokens, price, r.provider, oneHour, usage) : null,
+      sentence: '',
+    };
+    if (parent) miss.parentId = parent.id;
+    const diag = providerDiagnosis(r, d.cause);
+    if (diag) miss.providerDiagnosis = diag;
+    return miss;
   }
 
   private withTtl(prefix: CapturedPrefix): CapturedPrefix {
@@ -348,136 +438,6 @@ class Analyzer {
       blocks: prefix.blocks.map((b) => (b.cc ? { ...b, cc: { ...b.cc, ttl: t } } : b)),
       ...(prefix.auto ? { auto: { ...prefix.auto, ttl: t } } : {}),
     };
-  }
-
-  private classify(
-    r: CaptureRecord,
-    usage: NormalizedUsage,
-    scale: number,
-    parent: Seen | undefined,
-    isFork: boolean,
-    row: AnalyzedRequest,
-    explain:
-      | {
-          pending: number;
-          beyond: { blockIndex: number; tokens: number } | null;
-          minimum: number;
-          below: boolean;
-        }
-      | undefined,
-    expectedHitEst: number | undefined,
-  ): Miss | undefined {
-    const readEst = usage.cacheRead / scale;
-    const base = { requestId: r.id, turn: row.turn, session: row.session, time: row.time, model: row.model };
-    const price = this.options.prices.lookup(row.model);
-    const make = (cause: BustCause, detail: MissDetail, rewrittenEst: number, parentId?: string): Miss => {
-      const rewrittenTokens = Math.max(0, Math.round(rewrittenEst * scale));
-      const oneHour = r.prefix?.blocks.some((b) => b.cc?.ttl === '1h') ?? false;
-      const waste = price ? wasteOf(rewrittenTokens, price, r.provider, oneHour, usage) : null;
-      const miss: Miss = { ...base, cause, detail, rewrittenTokens, waste, sentence: '' };
-      if (parentId) miss.parentId = parentId;
-      const diag = providerDiagnosis(r, cause);
-      if (diag) miss.providerDiagnosis = diag;
-      return miss;
-    };
-    if (!parent) {
-      // Nothing earlier shares this prefix: the first write of a conversation. Not waste.
-      if (usage.cacheWrite > 0 || usage.uncached > 0) {
-        if (explain?.below && usage.cacheWrite === 0) {
-          return make(
-            'below_minimum',
-            {
-              prefixTokens: Math.round((r.prefix?.totalTokens ?? 0) * scale),
-              minimumTokens: explain.minimum,
-            },
-            0,
-          );
-        }
-        return usage.cacheWrite > 0 ? make('cold_start', {}, 0) : undefined;
-      }
-      return undefined;
-    }
-    const cachedBefore = parent.cachedEst;
-    if (cachedBefore <= 0) {
-      if (explain?.below && usage.cacheRead === 0) {
-        return make(
-          'below_minimum',
-          { prefixTokens: Math.round((r.prefix?.totalTokens ?? 0) * scale), minimumTokens: explain.minimum },
-          0,
-          parent.id,
-        );
-      }
-      return undefined;
-    }
-    const d = capturedDivergence(parent.prefix, parent.model, r.prefix as CapturedPrefix, r.model);
-    const sharedEst = d ? d.sharedTokens : Math.min(parent.prefix.totalTokens, r.prefix?.totalTokens ?? 0);
-    const reusable = Math.min(cachedBefore, sharedEst);
-    const lostToChange = cachedBefore - reusable;
-    const tolerance = Math.max(16, cachedBefore * 0.02);
-    if (d && lostToChange > tolerance && readEst < cachedBefore - tolerance) {
-      const rewritten = Math.max(0, cachedBefore - Math.max(readEst, 0));
-      const detail: MissDetail = {
-        change: d.change,
-        blockIndex: d.index,
-        ...(d.byteOffset !== undefined ? { byteOffset: d.byteOffset } : {}),
-      };
-      if (isFork) return make('fork_diverged', { ...detail, forkOf: parent.id }, rewritten, parent.id);
-      const cause: BustCause =
-        d.change.level === 'model'
-          ? 'model_changed'
-          : d.change.level === 'params'
-            ? 'params_changed'
-            : d.change.level === 'tools'
-              ? 'tools_changed'
-              : d.change.level === 'system'
-                ? 'system_changed'
-                : 'messages_edited';
-      return make(cause, detail, rewritten, parent.id);
-    }
-    // The request shares what the parent cached; did it read it?
-    if (readEst >= reusable - tolerance) return undefined;
-    const rewritten = reusable - readEst;
-    const idle = (r.times.start - parent.start) / 1000;
-    if (r.times.start < parent.firstByte || (explain && explain.pending > 0 && !expectedHitEst)) {
-      return make('concurrent', { idleSeconds: idle }, rewritten, parent.id);
-    }
-    if (explain?.beyond && (expectedHitEst ?? 0) < explain.beyond.tokens) {
-      const bp = r.prefix?.blocks.findIndex((b, i) => i > (explain.beyond?.blockIndex ?? 0) && b.cc) ?? -1;
-      return make(
-        'lookback_exceeded',
-        {
-          blockIndex: explain.beyond.blockIndex,
-          lookbackDistance: bp >= 0 ? bp - explain.beyond.blockIndex + 1 : undefined,
-        },
-        rewritten,
-        parent.id,
-      );
-    }
-    if (idle * 1000 > parent.ttlMs) {
-      return make(
-        'ttl_expired',
-        { idleSeconds: Math.round(idle), ttlSeconds: parent.ttlMs / 1000 },
-        rewritten,
-        parent.id,
-      );
-    }
-    if (explain?.below) {
-      return make(
-        'below_minimum',
-        { prefixTokens: Math.round((r.prefix?.totalTokens ?? 0) * scale), minimumTokens: explain.minimum },
-        rewritten,
-        parent.id,
-      );
-    }
-    return make(
-      'unexplained',
-      {
-        expectedReadTokens: Math.round((expectedHitEst ?? reusable) * scale),
-        actualReadTokens: usage.cacheRead,
-      },
-      rewritten,
-      parent.id,
-    );
   }
 
   private tally(row: AnalyzedRequest, usage: NormalizedUsage | undefined): void {
@@ -577,35 +537,6 @@ class Analyzer {
       prices: [...this.pricesUsed.values()],
     };
   }
-}
-
-/** The request to compare with: the session's previous request, unless the lineage shares more. */
-function pickParent(
-  prefix: CapturedPrefix,
-  prev: Seen | undefined,
-  lineage: Seen | undefined,
-): Seen | undefined {
-  if (!prev) return lineage;
-  if (!lineage || lineage.id === prev.id) return prev;
-  const withPrev = lineagePrefixLength(prefix, prev);
-  // A request that extends its session's previous one is the main line, whatever siblings share with it.
-  if (withPrev === prev.prefix.blocks.length) return prev;
-  return lineagePrefixLength(prefix, lineage) > withPrev ? lineage : prev;
-}
-
-function lineagePrefixLength(prefix: CapturedPrefix, other: Seen): number {
-  const a = prefix.blocks;
-  const b = other.prefix.blocks;
-  const n = Math.min(a.length, b.length);
-  // Cumulative keys: binary search for the first differing block.
-  let lo = 0;
-  let hi = n;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((a[mid] as { hash: string }).hash === (b[mid] as { hash: string }).hash) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** The provider's own diagnostics on the response, and whether they agree with our cause. */

@@ -1,6 +1,8 @@
 // What the conversation model remembers: requests (as the ends of their messages), conversations and the
 // indexes from transcript keys to requests. Behind an interface so a fleet can keep it elsewhere; pure data.
 
+import { LruMap } from '../core/lru-map.js';
+
 /** How a request relates to the conversations seen before it. */
 export type Relation = 'continues' | 'fork' | 'sibling' | 'new';
 
@@ -73,48 +75,29 @@ export interface MemoryConversationStoreOptions {
   maxKeys?: number;
 }
 
-/** A bounded LRU map: reads and writes move a key to the young end; past the cap the oldest go. */
-class Lru<V> {
-  private readonly map = new Map<string, V>();
-  constructor(private readonly max: number) {}
-  get size(): number {
-    return this.map.size;
-  }
-  get(k: string): V | undefined {
-    const v = this.map.get(k);
-    if (v !== undefined) {
-      this.map.delete(k);
-      this.map.set(k, v);
-    }
-    return v;
-  }
-  set(k: string, v: V): void {
-    this.map.delete(k);
-    this.map.set(k, v);
-    while (this.map.size > this.max) {
-      const oldest = this.map.keys().next().value;
-      if (oldest === undefined) break;
-      this.map.delete(oldest);
-    }
-  }
+/** What survives a restart: each recent conversation's latest request, enough to continue it. */
+export interface ConversationSnapshot {
+  version: 1;
+  conversations: ConversationInfo[];
+  requests: RequestNode[];
 }
 
 /** The in-memory store, bounded: memory stays flat however many conversations pass. */
 export class MemoryConversationStore implements ConversationStore {
-  private readonly requests: Lru<RequestNode>;
-  private readonly conversations: Lru<ConversationInfo>;
-  private readonly endings: Lru<string[]>;
-  private readonly passing: Lru<PassingEntry>;
-  private readonly labels: Lru<string>;
+  private readonly requests: LruMap<RequestNode>;
+  private readonly conversations: LruMap<ConversationInfo>;
+  private readonly endings: LruMap<string[]>;
+  private readonly passing: LruMap<PassingEntry>;
+  private readonly labels: LruMap<string>;
 
   constructor(options: MemoryConversationStoreOptions = {}) {
     const maxRequests = options.maxRequests ?? 200_000;
     const maxKeys = options.maxKeys ?? 1_000_000;
-    this.requests = new Lru(maxRequests);
-    this.conversations = new Lru(maxRequests);
-    this.endings = new Lru(maxKeys);
-    this.passing = new Lru(maxKeys);
-    this.labels = new Lru(maxRequests);
+    this.requests = new LruMap(maxRequests);
+    this.conversations = new LruMap(maxRequests);
+    this.endings = new LruMap(maxKeys);
+    this.passing = new LruMap(maxKeys);
+    this.labels = new LruMap(maxRequests);
   }
 
   /** How much is held, for bounds checks and health. */
@@ -124,6 +107,27 @@ export class MemoryConversationStore implements ConversationStore {
       conversations: this.conversations.size,
       keys: this.endings.size + this.passing.size,
     };
+  }
+
+  /** The latest `limit` conversations and their tips (for a state file). */
+  snapshot(limit = 10_000): ConversationSnapshot {
+    const conversations = [...this.conversations.values()].slice(-limit);
+    const requests: RequestNode[] = [];
+    for (const c of conversations) {
+      const tip = this.requests.get(c.tip);
+      if (tip) requests.push(tip);
+    }
+    return { version: 1, conversations, requests };
+  }
+
+  /** Loads a snapshot: every tip is findable again by its last message end and its label. */
+  restore(snap: ConversationSnapshot): void {
+    for (const c of snap.conversations) this.putConversation(c);
+    for (const r of snap.requests) {
+      this.putRequest(r);
+      if (r.final) this.addEnding(r.final.transcript, r.id);
+      if (r.label !== undefined) this.addLabel(r.label, r.id);
+    }
   }
 
   request(id: string): RequestNode | undefined {

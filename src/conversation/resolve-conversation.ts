@@ -223,7 +223,8 @@ export function commitConversation(
   const conv = store.conversation(res.conversation);
   if (conv) {
     conv.requests++;
-    if (!res.duplicate) conv.tip = req.id;
+    // A duplicate of the tip (a retry, a parallel twin) becomes the tip: the next turn extends either.
+    if (!res.duplicate || conv.tip === res.parent) conv.tip = req.id;
     store.putConversation(conv);
   } else {
     store.putConversation({

@@ -1,17 +1,19 @@
-// Helpers the fixes share for Anthropic Messages bodies: read and write them, and see their history as a
-// flat sequence of content units (role + block identity), which is what the cache sees. Pure.
+// What the fixes share for Anthropic Messages bodies: the parsed body from the prefix model (read-only),
+// the history as content units with the prefix model's identities, and writing a rewritten body. Pure.
+// It never parses bytes itself and never defines an identity: those come from prefix/.
 
+import type { Prefix } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
+import type { FixRequest } from './fix.js';
 
 export type Json = Record<string, unknown>;
 export type Message = { role: string; content: string | Json[]; [k: string]: unknown };
 
 export const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-export function readBody(body: Buffer): Json {
-  const v = JSON.parse(body.toString('utf8')) as unknown;
-  if (!isObj(v)) throw new Error('the body is not a JSON object');
-  return v;
+/** The request's parsed body, as the prefix model read it. Shared: a fix copies what it changes. */
+export function bodyOf(req: Pick<FixRequest, 'prefix'>): Readonly<Json> {
+  return req.prefix.body.value();
 }
 
 export function writeBody(value: Json): Buffer {
@@ -23,23 +25,39 @@ export function blocksOf(m: Message): Json[] {
   return typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content.filter(isObj);
 }
 
-/** A block's identity as the cache sees it: its JSON without the cache marker. */
-export function blockId(block: Json): string {
-  const { cache_control: _c, ...rest } = block;
-  return JSON.stringify(rest);
-}
-
-/** One content unit of the history. */
+/** One content unit of the history: its role, its identity (the prefix model's) and the block as sent. */
 export interface Unit {
   role: string;
   id: string;
   block: Json;
 }
 
-export function units(messages: readonly Message[]): Unit[] {
-  const out: Unit[] = [];
-  for (const m of messages) for (const b of blocksOf(m)) out.push({ role: m.role, id: blockId(b), block: b });
-  return out;
+/** The messages of a body, as sent. */
+export function messagesOf(body: Readonly<Json>): Message[] {
+  return (Array.isArray(body.messages) ? body.messages : []).filter(isObj) as Message[];
+}
+
+/**
+ * The history's content units, message by message, with the identities the prefix model gave them. A
+ * message with empty content has no units (the prefix model keeps it as one `empty` block).
+ */
+export function historyUnits(prefix: Prefix, messages: readonly Message[]): Unit[][] {
+  const byMessage: string[][] = messages.map(() => []);
+  const { start, end } = prefix.levels.messages;
+  for (let i = start; i < end; i++) {
+    const b = prefix.blocks[i];
+    if (!b || b.kind === 'empty' || b.messageIndex === undefined) continue;
+    byMessage[b.messageIndex]?.push(b.contentHash);
+  }
+  return messages.map((m, k) => {
+    const ids = byMessage[k] ?? [];
+    const blocks = blocksOf(m);
+    if (ids.length !== blocks.length)
+      throw new Error(
+        `message ${k}: ${blocks.length} blocks but ${ids.length} identities in the prefix model`,
+      );
+    return blocks.map((block, j) => ({ role: m.role, id: ids[j] as string, block }));
+  });
 }
 
 /** Whether a message carries a cache marker on any block. */
@@ -47,10 +65,14 @@ export function marked(m: Message): boolean {
   return Array.isArray(m.content) && m.content.some((b) => isObj(b) && b.cache_control !== undefined);
 }
 
-/** A stable fingerprint of a tool definition (for "same tool, same schema"). */
-export function toolId(tool: Json): string {
-  const { cache_control: _c, ...rest } = tool;
-  return stableJson(rest);
+/**
+ * Whether two tool definitions say the same thing to the model (key order aside): a semantic test for
+ * tools-freeze, not a cache identity (the cache sees key order; the frozen bytes are what it gets).
+ */
+export function sameDefinition(a: Json, b: Json): boolean {
+  const { cache_control: _a, defer_loading: _da, ...ra } = a;
+  const { cache_control: _b, defer_loading: _db, ...rb } = b;
+  return stableJson(ra) === stableJson(rb);
 }
 
 export const TOOL_CHANGES_BETA = 'mid-conversation-tool-changes-2026-07-01';

@@ -2,14 +2,23 @@
 // share: a fix that throws means the original bytes go out, untouched, and the failure is recorded.
 
 import type { FixNote } from '../capture/capture-record.js';
+import type { Relation } from '../conversation/conversation-store.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 
-/** What a fix sees of the exchange besides the body. Time is a parameter, never read from a clock. */
+/**
+ * What a fix sees of the exchange besides the body. Time is a parameter, never read from a clock. State
+ * follows the conversation: a fix gets the state its parent request left (a fork: its parent's state at
+ * the fork point; a sibling or a new conversation: a fresh one).
+ */
 export interface FixContext {
   provider: 'anthropic' | 'openai';
   route: string;
   now: number;
-  session: string;
+  /** The conversation model's answer for this request. */
+  conversation: string;
+  relation: Relation;
+  /** The session label, when the request carries one. */
+  label?: string;
 }
 
 /** A request as a fix receives it: the bytes, their prefix model, and the request headers that matter. */
@@ -43,7 +52,7 @@ export type DeclaredChange =
   | { kind: 'ttl'; ttl: string }
   | { kind: 'beta'; value: string };
 
-/** A pure request rewrite: `(request, sessionState, context) → { request, state, notes }`. */
+/** A pure request rewrite: `(request, conversationState, context) → { request, state, notes }`. */
 export interface Fix<S = unknown> {
   readonly name: string;
   readonly description: string;
@@ -90,6 +99,8 @@ export class UnknownFixError extends Error {
 /** The outcome of running the pipeline on one request. */
 export interface PipelineResult {
   body: Buffer;
+  /** The prefix of `body` (the client's own when nothing changed): built once, handed to every stage. */
+  prefix: Prefix;
   headers: Record<string, string>;
   changed: boolean;
   notes: FixNote[];
@@ -99,7 +110,8 @@ export interface PipelineResult {
 }
 
 /**
- * Runs `fixes` in order. Each gets the previous one's output, re-parsed by `reparse`. If any throws, the
+ * Runs `fixes` in order. Each gets the previous one's output, re-parsed by `reparse` (with the headers
+ * as the fixes left them, so the prefix knows an added beta). If any throws, the
  * original body and headers go out and the failure is the one note that says so; states stay as they were.
  */
 export function runFixes(
@@ -107,7 +119,7 @@ export function runFixes(
   request: FixRequest,
   states: ReadonlyMap<string, unknown>,
   context: FixContext,
-  reparse: (body: Buffer) => Prefix,
+  reparse: (body: Buffer, headers: Readonly<Record<string, string>>) => Prefix,
 ): PipelineResult {
   let current = request;
   const headers: Record<string, string> = { ...request.headers };
@@ -124,7 +136,8 @@ export function runFixes(
       const headerChanged =
         out.headers !== undefined && Object.entries(out.headers).some(([k, v]) => headers[k] !== v);
       if (out.headers) Object.assign(headers, out.headers);
-      if (bodyChanged && out.body) current = { body: out.body, prefix: reparse(out.body), headers };
+      if (bodyChanged && out.body)
+        current = { body: out.body, prefix: reparse(out.body, headers), headers: { ...headers } };
       else if (headerChanged) current = { ...current, headers };
       notes.push({
         fix: fix.name,
@@ -149,8 +162,9 @@ export function runFixes(
         ],
         states: new Map(states),
         changes: [],
+        prefix: request.prefix,
       };
     }
   }
-  return { body: current.body, headers, changed, notes, states: next, changes };
+  return { body: current.body, prefix: current.prefix, headers, changed, notes, states: next, changes };
 }

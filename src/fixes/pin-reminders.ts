@@ -1,14 +1,15 @@
 // pin-reminders: keeps the history's first-seen message shape when the client re-serializes it (a
 // <system-reminder> moved into its own message, merged into a neighbour, string versus array). Pure.
+// Its state holds roles, shapes and the prefix model's block identities (hashes), never message text.
 
 import {
-  blocksOf,
-  isObj,
+  bodyOf,
+  historyUnits,
   type Json,
   type Message,
   marked,
-  readBody,
-  units,
+  messagesOf,
+  type Unit,
   writeBody,
 } from './anthropic-messages.js';
 import type { Fix } from './fix.js';
@@ -32,18 +33,18 @@ export const pinReminders: Fix<PinState> = {
   description: 'keep the first-seen message shape of a re-serialized history (system reminders)',
   initialState: () => ({ messages: [] }),
   apply(req, state) {
-    const body = readBody(req.body);
+    const body = bodyOf(req);
     if (!Array.isArray(body.messages)) return { state, notes: [] };
-    const messages = body.messages.filter(isObj) as Message[];
-    const client = units(messages);
+    const messages = messagesOf(body);
+    const perMessage = historyUnits(req.prefix, messages);
+    const client: Unit[] = perMessage.flat();
     const canonicalUnits = state.messages.flatMap((m) => m.ids.map((id) => ({ role: m.role, id })));
-    const fresh = (): PinState => ({
-      messages: messages.map((m) => ({
-        role: m.role,
-        string: typeof m.content === 'string',
-        ids: blocksOf(m).map((b) => units([{ role: m.role, content: [b] }])[0]?.id ?? ''),
-      })),
+    const shapeOf = (m: Message, k: number) => ({
+      role: m.role,
+      string: typeof m.content === 'string',
+      ids: (perMessage[k] ?? []).map((x) => x.id),
     });
+    const fresh = (): PinState => ({ messages: messages.map(shapeOf) });
     // The canonical history must be a prefix of the client's, unit by unit.
     const n = canonicalUnits.length;
     const same =
@@ -66,7 +67,7 @@ export const pinReminders: Fix<PinState> = {
       const blocks: Json[] = [];
       for (let k = 0; k < cm.ids.length; k++) blocks.push((client[u++] as { block: Json }).block);
       const original = messages[clientMsg];
-      const originalBlocks = original ? blocksOf(original) : [];
+      const originalBlocks = original ? (perMessage[clientMsg] ?? []) : [];
       const aligned =
         original && clientUnit === 0 && originalBlocks.length === blocks.length && original.role === cm.role;
       if (aligned) {
@@ -84,7 +85,7 @@ export const pinReminders: Fix<PinState> = {
       // Advance the client's message cursor by the units consumed.
       let remaining = cm.ids.length;
       while (remaining > 0 && clientMsg < messages.length) {
-        const len = blocksOf(messages[clientMsg] as Message).length - clientUnit;
+        const len = (perMessage[clientMsg] ?? []).length - clientUnit;
         if (len <= remaining) {
           remaining -= len;
           clientMsg++;
@@ -112,14 +113,7 @@ export const pinReminders: Fix<PinState> = {
     const tail = messages.slice(clientMsg);
     const forwarded = [...out, ...tail];
     const next: PinState = {
-      messages: [
-        ...state.messages,
-        ...tail.map((m) => ({
-          role: m.role,
-          string: typeof m.content === 'string',
-          ids: units([m]).map((x) => x.id),
-        })),
-      ],
+      messages: [...state.messages, ...tail.map((m, j) => shapeOf(m, clientMsg + j))],
     };
     return {
       body: writeBody({ ...body, messages: forwarded as unknown as Json[] }),

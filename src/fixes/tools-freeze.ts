@@ -1,20 +1,21 @@
-// tools-freeze: holds a session's first tools[] byte-stable. Later additions go in as deferred tools and are
-// announced with tool_addition (removals with tool_removal) in mid-conversation system messages. Pure.
+// tools-freeze: holds a conversation's first tools[] byte-stable. Later additions go in as deferred tools and
+// are announced with tool_addition (removals with tool_removal) in mid-conversation system messages. Pure.
+// The frozen definitions are kept in state because they must be re-sent (also under --capture hashes).
 
 import { anthropicModelFacts } from '../cache/anthropic-models.js';
 import {
+  bodyOf,
   isObj,
   type Json,
-  type Message,
-  readBody,
+  messagesOf,
+  sameDefinition,
   TOOL_CHANGES_BETA,
-  toolId,
   withBeta,
   writeBody,
 } from './anthropic-messages.js';
 import type { DeclaredChange, Fix } from './fix.js';
 
-/** A deferred tool the session carries from its first request, so later deferred additions keep the hash. */
+/** A deferred tool the conversation carries from its first request, so later deferred additions keep the hash. */
 export const PLACEHOLDER_TOOL: Json = {
   name: 'cacheward_deferred_placeholder',
   description: 'Placeholder so tools can be added later without changing the cached prefix. Never call it.',
@@ -46,11 +47,12 @@ const fresh = (warned: string[] = []): FreezeState => ({
 
 export const toolsFreeze: Fix<FreezeState> = {
   name: 'tools-freeze',
-  description: "hold a session's first tools[] byte-stable; announce later additions and removals instead",
+  description:
+    "hold a conversation's first tools[] byte-stable; announce later additions and removals instead",
   initialState: () => fresh(),
   apply(req, state, ctx) {
     if (ctx.provider !== 'anthropic') return { state, notes: [] };
-    const body = readBody(req.body);
+    const body = bodyOf(req);
     const model = typeof body.model === 'string' ? body.model : '';
     if (!anthropicModelFacts(model).midConversationSystem) {
       if (state.warned.includes(model)) return { state, notes: [] };
@@ -62,7 +64,7 @@ export const toolsFreeze: Fix<FreezeState> = {
       };
     }
     const clientTools = (Array.isArray(body.tools) ? body.tools : []).filter(isObj) as Json[];
-    const messages = (Array.isArray(body.messages) ? body.messages : []).filter(isObj) as Message[];
+    const messages = messagesOf(body);
     const notes: string[] = [];
     let next: FreezeState = {
       ...state,
@@ -71,12 +73,14 @@ export const toolsFreeze: Fix<FreezeState> = {
       announcements: state.announcements.map((a) => ({ ...a, blocks: [...a.blocks] })),
     };
     const changes: DeclaredChange[] = [];
+    const freeze = (why: string) => {
+      next = { ...fresh(state.warned), frozen: clientTools };
+      notes.push(why);
+    };
     if (!next.frozen) {
-      next.frozen = clientTools;
-      notes.push(
-        `froze ${clientTools.length} tools; a deferred placeholder rides along from the first request`,
-      );
+      freeze(`froze ${clientTools.length} tools; a deferred placeholder rides along from the first request`);
     } else {
+      let changedDefinition: string | undefined;
       const frozenByName = new Map(next.frozen.map((t) => [nameOf(t), t]));
       const addedByName = new Map(next.added.map((t) => [nameOf(t), t]));
       const newAnnouncements: Json[] = [];
@@ -84,15 +88,11 @@ export const toolsFreeze: Fix<FreezeState> = {
         const name = nameOf(tool);
         const known = frozenByName.get(name) ?? addedByName.get(name);
         if (known) {
-          const { defer_loading: _d, ...plainKnown } = known;
-          if (toolId(plainKnown) !== toolId(tool) && toolId(known) !== toolId(tool)) {
-            // A changed schema cannot be hidden from the model: pass it through and start over.
-            return {
-              state: fresh(state.warned),
-              notes: [
-                `the definition of ${name} changed: forwarded as sent; the session's frozen tools reset`,
-              ],
-            };
+          if (!sameDefinition(known, tool)) {
+            // A changed definition cannot be hidden from the model: the prefix breaks here anyway, so
+            // re-freeze on this very request (one miss, as without the fix; never a second one next turn).
+            changedDefinition = name;
+            break;
           }
           if (next.removed.includes(name)) {
             next.removed = next.removed.filter((n) => n !== name);
@@ -105,7 +105,13 @@ export const toolsFreeze: Fix<FreezeState> = {
         notes.push(`${name} added as a deferred tool and announced`);
       }
       const clientNames = new Set(clientTools.map(nameOf));
-      for (const t of [...next.frozen, ...next.added]) {
+      if (changedDefinition !== undefined) {
+        freeze(
+          `the definition of ${changedDefinition} changed: re-froze the ${clientTools.length} tools sent`,
+        );
+        newAnnouncements.length = 0;
+      }
+      for (const t of changedDefinition !== undefined ? [] : [...(next.frozen ?? []), ...next.added]) {
         const name = nameOf(t);
         if (!clientNames.has(name) && !next.removed.includes(name)) {
           next.removed.push(name);
@@ -127,31 +133,19 @@ export const toolsFreeze: Fix<FreezeState> = {
       }
     }
     // The forwarded request: frozen tools, the placeholder, the deferred additions; announcements in place.
-    const frozen = next.frozen ?? [];
-    const tools = [...frozen, PLACEHOLDER_TOOL, ...next.added.map((t) => ({ ...t, defer_loading: true }))];
-    const forwarded: Json[] = [];
-    const order = [...next.announcements].sort((a, b) => a.at - b.at);
-    let k = 0;
-    for (let i = 0; i <= messages.length; i++) {
-      while (k < order.length && (order[k] as { at: number }).at === i) {
-        changes.push({ kind: 'insert-message', index: forwarded.length });
-        forwarded.push({ role: 'system', content: (order[k] as { blocks: Json[] }).blocks });
-        k++;
-      }
-      if (i < messages.length) forwarded.push(messages[i] as unknown as Json);
+    let rendered = render(next, messages);
+    if (!rendered) {
+      // Announcements past the end of this request's history (it was cut short: a compaction, a fork
+      // from an earlier turn) cannot be placed: re-freeze what this request sends.
+      freeze('the history is shorter than the announcements: re-froze the tools sent');
+      rendered = render(next, messages) as Rendered;
     }
-    // Announcements past the end of this request's history (it was cut short) cannot be placed: start over.
-    if (k < order.length) {
-      return {
-        state: fresh(state.warned),
-        notes: ['the history is shorter than the announcements: forwarded as sent, state reset'],
-      };
-    }
+    const { tools, forwarded } = rendered;
+    changes.push(...rendered.changes);
     changes.push(
       { kind: 'tools', detail: 'frozen tools[] with a deferred placeholder' },
       { kind: 'beta', value: TOOL_CHANGES_BETA },
     );
-    next = { ...next };
     return {
       body: writeBody({ ...body, tools, messages: forwarded }),
       headers: { 'anthropic-beta': withBeta(req.headers['anthropic-beta'], TOOL_CHANGES_BETA) },
@@ -161,3 +155,31 @@ export const toolsFreeze: Fix<FreezeState> = {
     };
   },
 };
+
+interface Rendered {
+  tools: Json[];
+  forwarded: Json[];
+  changes: DeclaredChange[];
+}
+
+/** The tools and messages to forward for a state; undefined when an announcement falls past the history. */
+function render(state: FreezeState, messages: readonly Json[]): Rendered | undefined {
+  const tools = [
+    ...(state.frozen ?? []),
+    PLACEHOLDER_TOOL,
+    ...state.added.map((t) => ({ ...t, defer_loading: true })),
+  ];
+  const forwarded: Json[] = [];
+  const changes: DeclaredChange[] = [];
+  const order = [...state.announcements].sort((a, b) => a.at - b.at);
+  let k = 0;
+  for (let i = 0; i <= messages.length; i++) {
+    while (k < order.length && (order[k] as { at: number }).at === i) {
+      changes.push({ kind: 'insert-message', index: forwarded.length });
+      forwarded.push({ role: 'system', content: (order[k] as { blocks: Json[] }).blocks });
+      k++;
+    }
+    if (i < messages.length) forwarded.push(messages[i] as Json);
+  }
+  return k < order.length ? undefined : { tools, forwarded, changes };
+}

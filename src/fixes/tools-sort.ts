@@ -1,7 +1,7 @@
 // tools-sort: tools[] in a stable order (by name), for clients that shuffle their tools between turns.
 // Pure; it never adds, drops or edits a tool.
 
-import { isObj, type Json, readBody, writeBody } from './anthropic-messages.js';
+import { bodyOf, isObj, type Json, writeBody } from './anthropic-messages.js';
 import type { Fix } from './fix.js';
 
 const nameOf = (t: unknown) =>
@@ -12,7 +12,7 @@ export const toolsSort: Fix<null> = {
   description: 'sort tools[] by name so a shuffled tool list keeps one byte order',
   initialState: () => null,
   apply(req, state) {
-    const body = readBody(req.body);
+    const body = bodyOf(req);
     const tools = body.tools;
     if (!Array.isArray(tools) || tools.length < 2) return { state, notes: [] };
     const sorted = [...tools].sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0));

@@ -12,17 +12,21 @@ import { type CaptureState, CaptureWriter } from '../capture/capture-writer.js';
 import { defaultCaptureDir } from '../capture/default-dir.js';
 import type { Clock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
+import { LruMap } from '../core/lru-map.js';
 import { VERSION } from '../core/version.js';
-import { type Fix, type FixRegistry, runFixes } from '../fixes/fix.js';
+import type { Fix, FixRegistry, runFixes } from '../fixes/fix.js';
+import { runFixStage } from '../fixes/fix-stage.js';
 import { fixRegistry } from '../fixes/registry.js';
-import { SessionStateStore } from '../fixes/session-state-store.js';
+import type { ForwardedPair } from '../fixes/stability.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { errorBody } from '../sim/provider-errors.js';
+import { FixStateStore, type FixStates } from '../state/fix-state-store.js';
+import { type StateDocument, StateFile } from '../state/state-file.js';
 import { formatFromRoute } from '../wire/request-body.js';
+import { ConversationTracker, type TrackedRequest } from './conversation-tracker.js';
 import { ExchangeRecorder } from './exchange-recorder.js';
 import { ProxyMetrics } from './proxy-metrics.js';
 import { ResponseTap } from './response-tap.js';
-import { explicitSession, LineageIndex } from './session-key.js';
 
 export const DEFAULT_ANTHROPIC_UPSTREAM = 'https://api.anthropic.com';
 export const DEFAULT_OPENAI_UPSTREAM = 'https://api.openai.com';
@@ -44,7 +48,7 @@ export interface ProxyOptions {
   registry?: FixRegistry;
   /** The `ttl` fix's lifetime (default 1h). */
   fixTtl?: '5m' | '1h';
-  /** Where fix state per session is kept across restarts (default `<dir>/state`). */
+  /** Where the conversation index and fix state are kept across restarts (default `<dir>/state`). */
   stateDir?: string;
   /** The clock every timestamp comes from. Default: the system clock. */
   clock?: Clock;
@@ -173,11 +177,27 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
   });
   const metrics = new ProxyMetrics();
   const builder = new PrefixBuilder();
-  const recorder = new ExchangeRecorder({ writer, metrics, builder, lineage: new LineageIndex() });
-  const fixStates = new SessionStateStore(
-    fixes.length ? (options.stateDir ?? join(options.dir ?? defaultCaptureDir(), 'state')) : undefined,
-    log,
-  );
+  const conversations = new ConversationTracker();
+  const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations });
+  // Fix state follows the conversation: by request, so a fork starts from its parent's state at the fork.
+  const fixStates = new FixStateStore();
+  const forwardedPairs = new LruMap<ForwardedPair>(256);
+  const stateFile = fixes.length
+    ? new StateFile({ dir: options.stateDir ?? join(options.dir ?? defaultCaptureDir(), 'state'), log })
+    : undefined;
+  const saved = stateFile?.load();
+  if (saved) {
+    conversations.restore(saved.conversations);
+    for (const [request, states] of saved.fixStates) fixStates.set(request, new Map(Object.entries(states)));
+  }
+  const snapshot = (): StateDocument => {
+    const conv = conversations.snapshot();
+    const tips = conv.requests.flatMap((r): Array<[string, Record<string, unknown>]> => {
+      const st = fixStates.get(r.id);
+      return st ? [[r.id, Object.fromEntries(st)]] : [];
+    });
+    return { version: 1, conversations: conv, fixStates: tips };
+  };
   const agent = new Agent({ keepAliveTimeout: 60_000, connections: 256, headersTimeout: 0, bodyTimeout: 0 });
   const token = options.token ? Buffer.from(options.token) : undefined;
   const version = VERSION;
@@ -247,40 +267,55 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     let prefix: Prefix | undefined;
     let headerOverride: Record<string, string> | undefined;
     let body: Transform | Buffer | undefined;
+    let tracked: TrackedRequest | undefined;
+    let after: { states: FixStates; pair: ForwardedPair } | undefined;
     if (fixes.length && format) {
       const original = await readAll(req);
       forwardedBody = original;
       try {
-        prefix = builder.parse(original, {
+        const clientPrefix = builder.parse(original, {
           format,
           headers: { 'anthropic-beta': requestHeaders.get('anthropic-beta') ?? undefined },
         });
-        const session = explicitSession(requestHeaders, prefix.body.fields)?.key ?? 'default';
-        const states = fixStates.get(session);
+        prefix = clientPrefix;
+        tracked = conversations.resolve(id, clientPrefix, requestHeaders, start);
+        const res = tracked.resolution;
         const headersIn: Record<string, string> = {};
         requestHeaders.forEach((v, k) => {
           if (k === 'anthropic-beta') headersIn[k] = v;
         });
-        const out = runFixes(
+        const parentPair = res.parent ? forwardedPairs.get(res.parent) : undefined;
+        const out = runFixStage({
           fixes,
-          { body: original, prefix, headers: headersIn },
-          states,
-          { provider, route: path, now: start, session },
-          (b) => builder.parse(b, { format }),
-        );
-        fixStates.set(session, out.states);
+          body: original,
+          prefix: clientPrefix,
+          headers: headersIn,
+          states: fixStates.get(res.parent),
+          context: {
+            provider,
+            route: path,
+            now: start,
+            conversation: res.conversation,
+            relation: res.relation,
+            ...(tracked.label ? { label: tracked.label.key } : {}),
+          },
+          ...(parentPair ? { parent: parentPair } : {}),
+          reparse: (b, h) => builder.parse(b, { format, headers: { 'anthropic-beta': h['anthropic-beta'] } }),
+        });
         fixNotes = out.notes;
+        prefix = out.prefix;
+        after = { states: out.states, pair: { client: clientPrefix.blocks, forwarded: out.prefix.blocks } };
         for (const n of out.notes)
           if (n.error) log(`fix ${n.fix} failed; the original request went out: ${n.error}`);
         if (out.changed) {
           clientBody = original;
           forwardedBody = out.body;
-          prefix = undefined;
           headerOverride = { ...out.headers, 'content-length': String(out.body.length) };
         }
       } catch (err) {
         // The body is not a request the fixes can read: it goes out exactly as received.
         prefix = undefined;
+        tracked = undefined;
         fixNotes = [
           {
             fix: 'pipeline',
@@ -310,6 +345,12 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       response?: Awaited<ReturnType<ResponseTap['finish']>>;
     }) => {
       const forwarded = forwardedBody ?? Buffer.concat(received);
+      // The conversation learns of the request now (before the client can send its next one).
+      if (tracked && after && conversations.commit(tracked, path, facts.status)) {
+        fixStates.set(id, after.states);
+        forwardedPairs.set(id, after.pair);
+        stateFile?.schedule(snapshot);
+      }
       setImmediate(() => {
         try {
           if (!format && !forwarded.length) return;
@@ -322,6 +363,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
             forwarded,
             ...(clientBody ? { client: clientBody } : {}),
             ...(prefix ? { prefix } : {}),
+            ...(tracked ? { tracked } : {}),
             fixes: fixNotes,
             start,
             end: clock.now(),
@@ -445,7 +487,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await new Promise((r) => setImmediate(r));
       await writer.close();
-      await fixStates.flush();
+      await stateFile?.flush();
       await agent.close();
     },
   };

@@ -1,14 +1,16 @@
-// Turns a finished exchange into a capture record and metrics: parses the forwarded body into its prefix,
-// names the session, reads usage from the response. Runs after the client has its bytes; never throws.
+// Turns a finished exchange into a capture record and metrics: the forwarded body's prefix (built once, or
+// handed over by the fix stage), its conversation (asked of the one resolver), usage from the response.
+// Runs after the client has its bytes; never throws.
 
 import { type CaptureRecord, capturePrefix, type FixNote, keptHeaders } from '../capture/capture-record.js';
 import type { CaptureWriter } from '../capture/capture-writer.js';
 import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { StreamSummary } from '../wire/sse-stream.js';
+import type { ConversationTracker, TrackedRequest } from './conversation-tracker.js';
+import { recordedConversation } from './conversation-tracker.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 import { type ResponseFacts, ResponseTap } from './response-tap.js';
-import { explicitSession, type LineageIndex, type SessionKey } from './session-key.js';
 
 /** Everything known about one exchange once it is over. */
 export interface ExchangeFacts {
@@ -20,8 +22,10 @@ export interface ExchangeFacts {
   /** The bytes forwarded upstream, and the client's own when a fix changed them. */
   forwarded: Buffer;
   client?: Buffer;
-  /** The prefix of the forwarded body, when the fixes already built it. */
+  /** The prefix of the forwarded body, when the fix stage already built it. */
   prefix?: Prefix;
+  /** The conversation the fix stage resolved (and committed) for the client's request. */
+  tracked?: TrackedRequest;
   fixes: FixNote[];
   start: number;
   firstByte?: number;
@@ -36,7 +40,7 @@ export interface ExchangeRecorderOptions {
   writer: CaptureWriter;
   metrics: ProxyMetrics;
   builder: PrefixBuilder;
-  lineage: LineageIndex;
+  conversations: ConversationTracker;
 }
 
 export class ExchangeRecorder {
@@ -74,15 +78,25 @@ export class ExchangeRecorder {
         record.parseError = (err as Error).message;
       }
     }
-    let session: SessionKey | undefined = explicitSession(f.requestHeaders, prefix?.body.fields);
+    let tracked = f.tracked;
     if (prefix) {
       record.prefix = capturePrefix(prefix);
       record.betas = [...prefix.body.betas];
       if (prefix.model) record.model = prefix.model;
-      session ??= { key: this.o.lineage.sessionOf(prefix), source: 'lineage' };
-      this.o.lineage.remember(prefix, session.key);
+      const fields = prefix.body.fields;
+      const options = fields.prompt_cache_options as { mode?: unknown } | undefined;
+      const retention =
+        typeof fields.prompt_cache_retention === 'string' ? fields.prompt_cache_retention : undefined;
+      const mode = typeof options?.mode === 'string' ? options.mode : undefined;
+      if (retention || mode)
+        record.cacheOptions = { ...(retention ? { retention } : {}), ...(mode ? { mode } : {}) };
+      if (!tracked) {
+        tracked = this.o.conversations.resolve(f.id, prefix, f.requestHeaders, f.start);
+        this.o.conversations.commit(tracked, f.route, f.status);
+      }
     }
-    record.session = session ?? { key: `unparsed-${f.provider}`, source: 'lineage' };
+    if (tracked) Object.assign(record, recordedConversation(tracked));
+    else record.session = { key: `unparsed-${f.provider}`, source: 'none' };
     const summary: Partial<StreamSummary> | undefined = f.response?.summary
       ? f.response.summary
       : f.response?.json

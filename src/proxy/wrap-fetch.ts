@@ -8,10 +8,10 @@ import { defaultCaptureDir } from '../capture/default-dir.js';
 import type { Clock } from '../core/clock.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
 import { formatFromRoute } from '../wire/request-body.js';
+import { ConversationTracker } from './conversation-tracker.js';
 import { type ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';
 import { ProxyMetrics } from './proxy-metrics.js';
 import { ResponseTap } from './response-tap.js';
-import { LineageIndex } from './session-key.js';
 
 type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -56,7 +56,7 @@ export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}):
     writer,
     metrics,
     builder: new PrefixBuilder(),
-    lineage: new LineageIndex(),
+    conversations: new ConversationTracker(),
   });
 
   const wrapped = (async (input: string | URL | Request, init?: RequestInit) => {

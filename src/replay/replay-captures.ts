@@ -1,15 +1,21 @@
-// The replay gate: runs captured requests (full mode) through fixes with fresh state and checks that they
-// keep the prefix stable, harm nothing, drop nothing undeclared, and leave untouched requests byte-identical.
+// The replay gate: runs captured requests (full mode) through the fixes exactly as the proxy does (the same
+// conversation resolver, state from the parent request, the same fix stage and stability guard) and checks
+// that they keep the prefix stable, harm nothing, drop nothing undeclared, and leave untouched bytes alone.
 
+import { Analyzer } from '../analyze/analyze-captures.js';
+import { PriceTable } from '../analyze/price-table.js';
 import { anthropicBreakpoints, checkAnthropicRequest } from '../cache/anthropic-rules.js';
 import { simulateRequests, type TimedRequest } from '../cache/simulate-requests.js';
 import { readCaptures } from '../capture/capture-reader.js';
-import type { CaptureRecord } from '../capture/capture-record.js';
-import { isObj, type Message, units } from '../fixes/anthropic-messages.js';
-import { type DeclaredChange, type Fix, runFixes } from '../fixes/fix.js';
+import { type CaptureRecord, capturePrefix } from '../capture/capture-record.js';
+import { LruMap } from '../core/lru-map.js';
+import { historyUnits, isObj, type Message } from '../fixes/anthropic-messages.js';
+import type { DeclaredChange, Fix } from '../fixes/fix.js';
+import { runFixStage } from '../fixes/fix-stage.js';
+import type { ForwardedPair } from '../fixes/stability.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
-import { comparePrefixes } from '../prefix/first-divergence.js';
-import { explicitSession } from '../proxy/session-key.js';
+import { ConversationTracker, countsAsTurn, recordedConversation } from '../proxy/conversation-tracker.js';
+import { FixStateStore } from '../state/fix-state-store.js';
 import { formatFromRoute } from '../wire/request-body.js';
 
 export type Invariant = 'stability' | 'safety' | 'conservation' | 'fidelity';
@@ -61,8 +67,9 @@ export async function replayCaptures(
   options: ReplayOptions,
 ): Promise<ReplayResult> {
   const builder = new PrefixBuilder();
-  const states = new Map<string, Map<string, unknown>>();
-  const previous = new Map<string, Replayed>();
+  let conversations = new ConversationTracker();
+  let fixStates = new FixStateStore();
+  const pairs = new LruMap<ForwardedPair>(4_096);
   const replayed: Replayed[] = [];
   const violations: Violation[] = [];
   let position = 0;
@@ -74,15 +81,30 @@ export async function replayCaptures(
   )) {
     const format = formatFromRoute(record.route);
     const clientBytes = clientBody ?? body;
-    if (!format || !clientBytes || record.method !== 'POST') {
+    // count_tokens calls and requests the upstream refused are no turn of anybody: nothing to check.
+    if (!format || !clientBytes || record.method !== 'POST' || !countsAsTurn(record.route, record.status)) {
       skipped++;
       continue;
     }
     position++;
     if (options.restartAt === position) {
-      // A restart: state survives only as JSON (what the session store keeps).
-      for (const [k, v] of states)
-        states.set(k, new Map(JSON.parse(JSON.stringify([...v])) as Array<[string, unknown]>));
+      // A restart: what survives is what the proxy's state file keeps, as JSON.
+      const doc = JSON.parse(
+        JSON.stringify({
+          conversations: conversations.snapshot(),
+          states: [...conversations.snapshot().requests].flatMap((r) => {
+            const st = fixStates.get(r.id);
+            return st ? [[r.id, Object.fromEntries(st)]] : [];
+          }),
+        }),
+      ) as {
+        conversations: ReturnType<ConversationTracker['snapshot']>;
+        states: Array<[string, Record<string, unknown>]>;
+      };
+      conversations = new ConversationTracker();
+      conversations.restore(doc.conversations);
+      fixStates = new FixStateStore();
+      for (const [id, st] of doc.states) fixStates.set(id, new Map(Object.entries(st)));
     }
     const betas = record.headers['anthropic-beta'];
     let client: Prefix;
@@ -92,21 +114,31 @@ export async function replayCaptures(
       skipped++;
       continue;
     }
-    const session = explicitSession(new Headers(record.headers), client.body.fields)?.key ?? 'default';
+    const tracked = conversations.resolve(record.id, client, record.headers, record.times.start);
+    const res = tracked.resolution;
+    const session = recordedConversation(tracked).session.key;
     const before = Buffer.from(clientBytes);
-    const out = runFixes(
-      options.fixes,
-      { body: clientBytes, prefix: client, headers: betas ? { 'anthropic-beta': betas } : {} },
-      states.get(session) ?? new Map(),
-      {
+    const parentPair = res.parent ? pairs.get(res.parent) : undefined;
+    const out = runFixStage({
+      fixes: options.fixes,
+      body: clientBytes,
+      prefix: client,
+      headers: betas ? { 'anthropic-beta': betas } : {},
+      states: fixStates.get(res.parent),
+      context: {
         provider: format === 'anthropic-messages' ? 'anthropic' : 'openai',
         route: record.route,
         now: record.times.start,
-        session,
+        conversation: res.conversation,
+        relation: res.relation,
+        ...(tracked.label ? { label: tracked.label.key } : {}),
       },
-      (b) => builder.parse(b, { format }),
-    );
-    states.set(session, out.states);
+      ...(parentPair ? { parent: parentPair } : {}),
+      reparse: (b, h) => builder.parse(b, { format, headers: { 'anthropic-beta': h['anthropic-beta'] } }),
+    });
+    conversations.commit(tracked, record.route, record.status);
+    fixStates.set(record.id, out.states);
+    pairs.set(record.id, { client: client.blocks, forwarded: out.prefix.blocks });
     if (out.changed) changed++;
     const v = (invariant: Invariant, message: string) =>
       violations.push({ invariant, requestId: record.id, session, position, message });
@@ -114,40 +146,25 @@ export async function replayCaptures(
     if (!before.equals(clientBytes)) v('fidelity', 'a fix changed the client request bytes in place');
     if (!out.changed && !out.body.equals(before))
       v('fidelity', 'no fix declared a change, yet the forwarded bytes differ from the client bytes');
-    let forwarded: Prefix;
-    try {
-      forwarded = builder.parse(out.body, {
-        format,
-        headers: { 'anthropic-beta': out.headers['anthropic-beta'] },
-      });
-    } catch (err) {
-      v('safety', `the forwarded body does not parse: ${(err as Error).message}`);
-      continue;
-    }
-    if (format === 'anthropic-messages') {
+    const forwarded = out.prefix;
+    if (format === 'anthropic-messages' && out.changed) {
       checkSafety(client, forwarded, out.changes, v);
       checkConservation(client, forwarded, out.changes, v);
     }
-    // 1. Stability: the forwarded prefix never breaks earlier than the client's own input did.
-    const prev = previous.get(session);
-    if (prev) {
-      const c = comparePrefixes(prev.client, client);
-      const f = comparePrefixes(prev.forwarded, forwarded);
-      if (f.divergence && !c.divergence) {
-        v(
-          'stability',
-          `the client only appended, but the forwarded prefix diverges at block ${f.divergence.blockIndex} (${f.divergence.level})`,
-        );
-      } else if (f.divergence && c.divergence && f.divergence.sharedTokens < c.divergence.sharedTokens) {
-        v(
-          'stability',
-          `the forwarded prefix breaks earlier (${f.divergence.sharedTokens} tokens shared) than the client's (${c.divergence.sharedTokens})`,
-        );
-      }
+    // 1. Stability: the fixes alone never break the prefix earlier than the client's own input did (the
+    // proxy's live guard is this same check; when it had to step in, the fixes broke the invariant).
+    if (out.guard?.broke) {
+      const kept = {
+        fixed: 'the fixed request',
+        'fresh-state': 'the fixes on a fresh state',
+        'client-bytes': "the client's bytes",
+      };
+      v(
+        'stability',
+        `the fixed request loses ${Math.round(out.guard.forwardedLost)} tokens of its parent's cache, the client's own ${Math.round(out.guard.clientLost)}; the live guard forwarded ${kept[out.guard.kept]}`,
+      );
     }
-    const entry = { record, session, client, forwarded };
-    previous.set(session, entry);
-    replayed.push(entry);
+    replayed.push({ record, session, client, forwarded });
   }
   const sessions = tokensBySession(replayed);
   return {
@@ -168,9 +185,13 @@ function messagesOf(p: Prefix): Message[] {
   return Array.isArray(m) ? (m.filter(isObj) as Message[]) : [];
 }
 
+function insertedAt(changes: readonly DeclaredChange[]): Set<number> {
+  return new Set(changes.flatMap((c) => (c.kind === 'insert-message' ? [c.index] : [])));
+}
+
 /** The forwarded messages without the ones the fixes declared they inserted. */
 function withoutInserted(forwarded: Prefix, changes: readonly DeclaredChange[]): Message[] {
-  const inserted = new Set(changes.flatMap((c) => (c.kind === 'insert-message' ? [c.index] : [])));
+  const inserted = insertedAt(changes);
   return messagesOf(forwarded).filter((_, i) => !inserted.has(i));
 }
 
@@ -208,8 +229,10 @@ function checkConservation(
   changes: readonly DeclaredChange[],
   v: (i: Invariant, m: string) => void,
 ): void {
-  const mine = units(messagesOf(client));
-  const theirs = units(withoutInserted(forwarded, changes));
+  const mine = historyUnits(client, messagesOf(client)).flat();
+  const theirs = historyUnits(forwarded, messagesOf(forwarded))
+    .filter((_, i) => !insertedAt(changes).has(i))
+    .flat();
   const n = Math.max(mine.length, theirs.length);
   for (let i = 0; i < n; i++) {
     const a = mine[i];
@@ -232,22 +255,13 @@ function checkConservation(
   }
 }
 
-/** Tokens written beyond each request's growth, through the cache model, with and without the fixes. */
+/**
+ * Tokens read, written and re-written per session, with and without the fixes: both sides run through the
+ * cache model, and re-written tokens are counted by the analyzer itself (the report's and whatif's count).
+ */
 function tokensBySession(replayed: readonly Replayed[]): SessionTokens[] {
-  const run = (pick: (r: Replayed) => Prefix) => {
-    const requests: TimedRequest[] = replayed.map((r) => ({
-      prefix: pick(r),
-      scope: r.session,
-      start: r.record.times.start,
-      firstByte: r.record.times.firstByte ?? r.record.times.start,
-    }));
-    return simulateRequests(requests);
-  };
-  const without = run((r) => r.client);
-  const withFixes = run((r) => r.forwarded);
   const out = new Map<string, SessionTokens>();
-  const lastTotal = new Map<string, { a: number; b: number }>();
-  replayed.forEach((r, i) => {
+  for (const r of replayed) {
     const s = out.get(r.session) ?? {
       session: r.session,
       model: r.client.model,
@@ -256,25 +270,60 @@ function tokensBySession(replayed: readonly Replayed[]): SessionTokens[] {
       withFixes: { written: 0, read: 0, rewritten: 0 },
     };
     s.requests++;
-    const prev = lastTotal.get(r.session) ?? { a: 0, b: 0 };
-    for (const [side, res, total, prevTotal] of [
-      [s.withoutFixes, without[i], r.client.totalTokens, prev.a],
-      [s.withFixes, withFixes[i], r.forwarded.totalTokens, prev.b],
-    ] as const) {
-      if (!res || !('result' in res)) continue;
-      const { written, read } =
-        res.provider === 'anthropic'
-          ? {
-              written: res.result.usage.cache_creation_input_tokens,
-              read: res.result.usage.cache_read_input_tokens,
-            }
-          : { written: res.result.cacheWriteTokens ?? 0, read: res.result.cachedTokens };
-      side.written += written;
-      side.read += read;
-      side.rewritten += Math.max(0, written - Math.max(0, total - prevTotal));
-    }
-    lastTotal.set(r.session, { a: r.client.totalTokens, b: r.forwarded.totalTokens });
     out.set(r.session, s);
-  });
+  }
+  const side = (pick: (r: Replayed) => Prefix, tally: (s: SessionTokens) => SessionTokens['withFixes']) => {
+    const requests: TimedRequest[] = replayed.map((r) => ({
+      prefix: pick(r),
+      scope: 'replay',
+      start: r.record.times.start,
+      firstByte: r.record.times.firstByte ?? r.record.times.start,
+      ...(r.record.cacheOptions ? { openai: r.record.cacheOptions } : {}),
+    }));
+    const results = simulateRequests(requests);
+    const analyzer = new Analyzer({ prices: new PriceTable(), keepRequests: false });
+    replayed.forEach((r, i) => {
+      const res = results[i];
+      const s = out.get(r.session) as SessionTokens;
+      if (!res || !('result' in res)) return;
+      const prefix = pick(r);
+      let raw: Record<string, unknown>;
+      let read: number;
+      let written: number;
+      if (res.provider === 'anthropic') {
+        raw = { ...res.result.usage, output_tokens: 0 };
+        read = res.result.usage.cache_read_input_tokens;
+        written = res.result.usage.cache_creation_input_tokens;
+      } else {
+        const details: Record<string, unknown> = { cached_tokens: res.result.cachedTokens };
+        if (res.result.cacheWriteTokens !== undefined)
+          details.cache_write_tokens = res.result.cacheWriteTokens;
+        raw = { input_tokens: res.result.totalTokens, input_tokens_details: details, output_tokens: 0 };
+        read = res.result.cachedTokens;
+        written = res.result.cacheWriteTokens ?? 0;
+      }
+      tally(s).read += read;
+      tally(s).written += written;
+      const row = analyzer.add({
+        ...r.record,
+        headers: r.record.headers,
+        prefix: capturePrefix(prefix),
+        ...(prefix.model ? { model: prefix.model } : {}),
+        betas: [...prefix.body.betas],
+        usage: { raw },
+        status: 200,
+        fixes: [],
+      });
+      tally(s).rewritten += row?.miss?.rewrittenTokens ?? 0;
+    });
+  };
+  side(
+    (r) => r.client,
+    (s) => s.withoutFixes,
+  );
+  side(
+    (r) => r.forwarded,
+    (s) => s.withFixes,
+  );
   return [...out.values()];
 }

@@ -42,10 +42,13 @@ describe('cacheward report names every cause', () => {
 
   it('names the tool, its index and the byte offset of a tools change', () => {
     const m = miss('tools_changed');
-    expect(m.detail.change).toMatchObject({ level: 'tools', added: [{ name: 'mcp__db__query', index: 4 }] });
+    expect(m.detail.change).toMatchObject({
+      type: 'tools',
+      added: [{ name: 'mcp__db__query', index: 4, before: 'Edit' }],
+    });
     expect(m.detail.byteOffset).toBeGreaterThan(0);
     expect(m.sentence).toMatch(
-      /tools changed: `mcp__db__query` added at index 4 \(byte [\d,]+\); [\d,]+ tokens re-written; \$[\d.]+ wasted/,
+      /tools changed: `mcp__db__query` was inserted before `Edit` \(byte [\d,]+\); [\d,]+ tokens re-written; \$[\d.]+ wasted/,
     );
   });
 
@@ -53,7 +56,7 @@ describe('cacheward report names every cause', () => {
     const m = miss('fork_diverged');
     expect(m.detail.forkOf).toBeDefined();
     expect(m.detail.change).toMatchObject({
-      level: 'tools',
+      type: 'tools',
       added: [{ name: 'WebFetch' }, { name: 'skill_manage' }],
     });
     expect(result.requests.find((r) => r.id === m.requestId)?.fork?.parent).toBe(m.detail.forkOf);
@@ -64,19 +67,23 @@ describe('cacheward report names every cause', () => {
   });
 
   it('gives the system block, the edited message, the model and the parameter', () => {
-    expect(miss('system_changed').detail.change).toEqual({ level: 'system', block: 0 });
+    expect(miss('system_changed').detail.change).toMatchObject({
+      type: 'system',
+      edit: 'edited',
+      partIndex: 0,
+    });
     expect(miss('messages_edited').detail.change).toMatchObject({
-      level: 'messages',
-      message: 4,
+      type: 'messages',
+      messageIndex: 4,
       edit: 'removed',
     });
     expect(miss('model_changed').detail.change).toEqual({
-      level: 'model',
-      before: 'claude-opus-5',
-      after: 'claude-fable-5',
+      type: 'params',
+      invalidates: 'tools',
+      params: [{ name: 'model', before: 'claude-opus-5', after: 'claude-fable-5' }],
     });
     expect(miss('params_changed').detail.change).toMatchObject({
-      level: 'params',
+      type: 'params',
       invalidates: 'messages',
       params: [{ name: 'thinking', before: undefined, after: { type: 'enabled', budget_tokens: 4096 } }],
     });
@@ -105,7 +112,9 @@ describe('cacheward report names every cause', () => {
     const standalone = bySession.get('summary-standalone')?.[0];
     expect(fork?.miss).toBeUndefined();
     expect(fork?.usage?.cacheRead).toBeGreaterThan((fork?.usage?.inputTotal ?? 0) * 0.95);
-    expect(standalone?.miss?.cause).toBe('fork_diverged');
+    // It shares no history with anything: a new conversation, written whole (the cache reads the tools only).
+    expect(standalone?.relation).toBe('new');
+    expect(standalone?.miss?.cause).toBe('cold_start');
     expect(standalone?.usage?.cacheRead).toBeLessThan((standalone?.usage?.inputTotal ?? 1) * 0.4);
   });
 
@@ -156,8 +165,10 @@ describe('report output', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^cacheward report: 5 sessions, \d+ requests/);
     expect(r.stdout).toMatch(/hit rate [\d.]+% \(token-weighted/);
-    expect(r.stdout).toMatch(/costliest misses \(14 in all\):/);
-    expect(r.stdout).toMatch(/turn \d+, \d\d:\d\d:\d\d — tools changed: `mcp__db__query` added at index 4/);
+    expect(r.stdout).toMatch(/costliest misses \(13 in all\):/);
+    expect(r.stdout).toMatch(
+      /turn \d+, \d\d:\d\d:\d\d — tools changed: `mcp__db__query` was inserted before `Edit`/,
+    );
   });
 
   it('prints the whole result as JSON with --json', async () => {

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.js';
 import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
-import { SessionStateStore } from '../../src/fixes/session-state-store.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
 import { createSimulator } from '../../src/sim/simulator.js';
+import { StateFile } from '../../src/state/state-file.js';
 import { cli } from '../cli/run-cli.js';
 
 type Json = Record<string, unknown>;
@@ -59,27 +59,31 @@ describe('fix state survives a proxy restart', () => {
         (u.cache_creation_input_tokens as number) * 10,
       );
     const stateFiles = readdirSync(join(dir, 'state'));
-    expect(stateFiles).toHaveLength(1);
-    expect(JSON.parse(readFileSync(join(dir, 'state', stateFiles[0] as string), 'utf8')).session).toBe('r');
+    expect(stateFiles).toEqual(['conversations.json']);
+    const doc = JSON.parse(readFileSync(join(dir, 'state', 'conversations.json'), 'utf8'));
+    expect(doc.conversations.conversations.map((c: { label?: string }) => c.label)).toEqual(['r']);
   });
 
-  it('never leaves a torn state file when two stores write one folder at once', async () => {
+  it('never leaves a torn state file when two proxies write one folder at once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-state-race-'));
-    const a = new SessionStateStore(dir);
-    const b = new SessionStateStore(dir);
+    const a = new StateFile({ dir, intervalMs: 1 });
+    const b = new StateFile({ dir, intervalMs: 1 });
+    const doc = (writer: string, i: number, pad: number) => () => ({
+      version: 1 as const,
+      conversations: { version: 1 as const, conversations: [], requests: [] },
+      fixStates: [[`${writer}-${i}`, { 'tools-freeze': { writer, i, pad: 'x'.repeat(pad) } }]] as Array<
+        [string, Record<string, unknown>]
+      >,
+    });
     for (let i = 0; i < 50; i++) {
-      a.set('shared', new Map([['tools-freeze', { writer: 'a', i, pad: 'x'.repeat(5000) }]]));
-      b.set('shared', new Map([['tools-freeze', { writer: 'b', i, pad: 'y'.repeat(7000) }]]));
+      a.schedule(doc('a', i, 5000));
+      b.schedule(doc('b', i, 7000));
+      if (i % 10 === 0) await Promise.all([a.flush(), b.flush()]);
     }
     await Promise.all([a.flush(), b.flush()]);
-    const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
-    expect(files).toHaveLength(1);
-    const doc = JSON.parse(readFileSync(join(dir, files[0] as string), 'utf8')) as {
-      states: { 'tools-freeze': { i: number } };
-    };
-    expect(doc.states['tools-freeze'].i).toBe(49);
-    const fresh = new SessionStateStore(dir);
-    expect(fresh.get('shared').get('tools-freeze')).toMatchObject({ i: 49 });
+    expect(readdirSync(dir)).toEqual(['conversations.json']);
+    const read = new StateFile({ dir }).load();
+    expect(read?.fixStates[0]?.[0]).toMatch(/^[ab]-49$/);
   });
 });
 

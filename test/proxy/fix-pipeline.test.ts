@@ -42,7 +42,13 @@ const broken: Fix<null> = {
 
 describe('runFixes', () => {
   const prefix = parsePrefix(body, { format: 'anthropic-messages' });
-  const ctx = { provider: 'anthropic' as const, route: '/v1/messages', now: 0, session: 's' };
+  const ctx = {
+    provider: 'anthropic' as const,
+    route: '/v1/messages',
+    now: 0,
+    conversation: 'c-1',
+    relation: 'new' as const,
+  };
   const reparse = (b: Buffer) => parsePrefix(b, { format: 'anthropic-messages' });
 
   it('applies fixes in order, with their notes, states and header changes', () => {

@@ -51,7 +51,7 @@ describe('session keys, in DESIGN.md order', () => {
     ]);
   });
 
-  it('finds the session by lineage otherwise: a conversation keeps one session, another gets its own', async () => {
+  it('finds the conversation by its history otherwise: a conversation keeps one session, another gets its own', async () => {
     const a1 = agentConversation({ turns: 2, seed: 11 });
     const a2 = appendUserTurn(a1, 'next');
     const b1 = agentConversation({ turns: 2, seed: 12 });
@@ -59,7 +59,7 @@ describe('session keys, in DESIGN.md order', () => {
     await post('/v1/messages', b1);
     await post('/v1/messages', a2);
     const [x, y, z] = (await h.records()).slice(-3).map((r) => r.record.session);
-    expect(x?.source).toBe('lineage');
+    expect(x?.source).toBe('conversation');
     expect(z?.key).toBe(x?.key);
     expect(y?.key).not.toBe(x?.key);
   });
