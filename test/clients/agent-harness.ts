@@ -261,15 +261,21 @@ export async function startAgentStack(options: StackOptions): Promise<AgentStack
   let runs = 0;
 
   const simStats = async () => statsOf(await getJson(`${sim.url}/_sim/stats`));
+  const captured = async () => {
+    const c = (await getJson(`${proxy.url}/_cacheward/health`)).capture as Record<string, number | string>;
+    return c.mode === 'off'
+      ? Number.POSITIVE_INFINITY
+      : Number(c.written) + Number(c.dropped) + Number(c.failed);
+  };
+  // The proxy's capture count keeps going across a simulator reset; the simulator's request count does not.
+  let capturedAtReset = 0;
 
-  /** Waits until the proxy has written a record for every request the simulator saw. */
+  /** Waits until the proxy has accounted for a record of every request the simulator saw. */
   const settle = async () => {
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const [stats, health] = await Promise.all([simStats(), getJson(`${proxy.url}/_cacheward/health`)]);
-      const c = health.capture as { written: number; dropped: number; failed: number; mode: string };
-      if (c.mode === 'off' || c.written + c.dropped + c.failed >= stats.requests) return stats;
-      if (Date.now() > deadline) return stats;
+      const [stats, n] = await Promise.all([simStats(), captured()]);
+      if (n - capturedAtReset >= stats.requests || Date.now() > deadline) return stats;
       await new Promise((r) => setTimeout(r, 25));
     }
   };
@@ -373,6 +379,8 @@ export async function startAgentStack(options: StackOptions): Promise<AgentStack
     run,
     simStats,
     async resetSim() {
+      await settle();
+      capturedAtReset = await captured();
       const res = await fetch(`${sim.url}/_sim/reset`, { method: 'POST', body: '{}' });
       if (!res.ok) throw new Error(`POST /_sim/reset: ${res.status}`);
     },
