@@ -7,7 +7,8 @@ import { CachewardError, WireFormatError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { type Incoming, readIncoming, stallOf, streamContext } from './incoming.js';
 import { errorBody, errorResponse, requestIdHeader } from './provider-errors.js';
-import { pickTurn, type ScriptedTurn } from './reply-script.js';
+import { pickTurn, type ScriptedTurn, unplayableOn } from './reply-script.js';
+import { conversationText } from './script-match.js';
 import { chunkText, type SimContext } from './sim-context.js';
 import { type SseEvent, streamedResponse } from './sse-body.js';
 
@@ -46,15 +47,19 @@ export async function anthropicRoute(
     return json({ input_tokens: prefix.totalTokens }, requestId);
   }
 
-  const turn = pickTurn(ctx.options.script, firstUserText(body), assistantTurns(body));
+  const turn = pickTurn(ctx.options.script, conversationText(body, 'anthropic'), assistantTurns(body));
   if (turn.error) return fail(turn.error.status, turn.error.message ?? 'Scripted error');
+  const unplayable = unplayableOn('Messages', turn);
+  if (unplayable) return fail(500, unplayable);
 
   const result = ctx.anthropic.evaluate(prefix, `${incoming.scope}`, incoming.start, requestId);
   if (isViolation(result)) return fail(result.status, result.message);
-  ctx.counters.cacheReads += result.hit ? 1 : 0;
-  ctx.counters.cacheWrites += result.writes.length;
-  ctx.counters.tokensRead += result.usage.cache_read_input_tokens;
-  ctx.counters.tokensWritten += result.usage.cache_creation_input_tokens;
+  ctx.countCache('anthropic', {
+    hit: result.hit !== null,
+    writes: result.writes.length,
+    tokensRead: result.usage.cache_read_input_tokens,
+    tokensWritten: result.usage.cache_creation_input_tokens,
+  });
 
   const id = ctx.id('msg_');
   const content = replyBlocks(ctx, turn);
@@ -206,19 +211,6 @@ function replyBlocks(ctx: SimContext, turn: ScriptedTurn): Json[] {
   }
   if (!blocks.length) blocks.push({ type: 'text', text: '' });
   return blocks;
-}
-
-/** The first user message's text: it names the conversation for the reply script. */
-function firstUserText(body: Json): string {
-  const messages = Array.isArray(body.messages) ? body.messages : [];
-  const first = messages.find((m) => isObj(m) && m.role === 'user') as Json | undefined;
-  if (!first) return '';
-  if (typeof first.content === 'string') return first.content;
-  if (!Array.isArray(first.content)) return '';
-  return first.content
-    .filter((b): b is Json => isObj(b) && b.type === 'text')
-    .map((b) => String(b.text))
-    .join('\n');
 }
 
 function assistantTurns(body: Json): number {

@@ -29,7 +29,7 @@ export async function readIncoming(
   request: Request,
   provider: Provider,
 ): Promise<Incoming | Response> {
-  ctx.counters.requests++;
+  ctx.countRequest(provider);
   const start = ctx.clock.now();
   const requestId = ctx.id(provider === 'anthropic' ? 'req_' : 'req_');
   const fail = (status: number, message: string, headers: Record<string, string> = {}) => {

@@ -6,7 +6,9 @@ import { CachewardError, WireFormatError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { type Incoming, readIncoming, stallOf, streamContext } from './incoming.js';
 import { errorBody, errorResponse, requestIdHeader } from './provider-errors.js';
-import { pickTurn, type ScriptedTurn } from './reply-script.js';
+import { pickTurn, type ScriptedTurn, unplayableOn } from './reply-script.js';
+import { isToolCallItem, toolCallEvents, toolCallItem } from './responses-tool-calls.js';
+import { conversationText } from './script-match.js';
 import { chunkText, type SimContext } from './sim-context.js';
 import { type SseEvent, streamedResponse } from './sse-body.js';
 
@@ -74,17 +76,21 @@ async function prepare(ctx: SimContext, request: Request, kind: Kind): Promise<P
     return fail(400, "Missing required parameter: 'input'.", 'input');
   }
   const turnIndex = kind === 'chat' ? chatTurns(body) : responsesTurns(ctx, body);
-  const turn = pickTurn(ctx.options.script, firstUserText(body, kind), turnIndex);
+  const turn = pickTurn(ctx.options.script, conversationText(body, kind), turnIndex);
   if (turn.error) return fail(turn.error.status, turn.error.message ?? 'Scripted error');
+  const unplayable = kind === 'chat' ? unplayableOn('Chat Completions', turn) : undefined;
+  if (unplayable) return fail(500, unplayable);
   const options = isObj(body.prompt_cache_options) ? body.prompt_cache_options : {};
   const result = ctx.openai.evaluate(prefix, incoming.scope, incoming.start, incoming.requestId, {
     ...(typeof body.prompt_cache_retention === 'string' ? { retention: body.prompt_cache_retention } : {}),
     ...(typeof options.mode === 'string' ? { mode: options.mode } : {}),
   });
-  ctx.counters.cacheReads += result.hit ? 1 : 0;
-  ctx.counters.cacheWrites += result.writes.length;
-  ctx.counters.tokensRead += result.cachedTokens;
-  ctx.counters.tokensWritten += result.cacheWriteTokens ?? 0;
+  ctx.countCache('openai', {
+    hit: result.hit !== null,
+    writes: result.writes.length,
+    tokensRead: result.cachedTokens,
+    tokensWritten: result.cacheWriteTokens ?? 0,
+  });
   return { incoming, prefix, body, turn, result };
 }
 
@@ -223,16 +229,7 @@ export async function responsesRoute(ctx: SimContext, request: Request): Promise
       content: [{ type: 'output_text', text: turn.text ?? '', annotations: [], logprobs: [] }],
     });
   }
-  for (const c of turn.tool_calls ?? []) {
-    output.push({
-      type: 'function_call',
-      id: ctx.id('fc_'),
-      call_id: c.id ?? ctx.id('call_'),
-      name: c.name,
-      arguments: JSON.stringify(c.input ?? {}),
-      status: 'completed',
-    });
-  }
+  for (const c of turn.tool_calls ?? []) output.push(toolCallItem(ctx, c));
   const out = outputTokens(turn);
   const details: Json = { cached_tokens: result.cachedTokens };
   if (result.cacheWriteTokens !== undefined) details.cache_write_tokens = result.cacheWriteTokens;
@@ -299,6 +296,10 @@ export async function responsesRoute(ctx: SimContext, request: Request): Promise
     ev('response.in_progress', { response: pending }),
   ];
   output.forEach((item, output_index) => {
+    if (isToolCallItem(item)) {
+      events.push(...toolCallEvents(item, output_index, ev, ctx.options.streamChunkChars));
+      return;
+    }
     if (item.type === 'message') {
       const text = String(((item.content as Json[])[0] as Json).text);
       events.push(
@@ -339,23 +340,6 @@ export async function responsesRoute(ctx: SimContext, request: Request): Promise
           part: { ...part, text },
         }),
       );
-    } else if (item.type === 'function_call') {
-      events.push(
-        ev('response.output_item.added', {
-          output_index,
-          item: { ...item, arguments: '', status: 'in_progress' },
-        }),
-      );
-      for (const delta of chunkText(String(item.arguments), ctx.options.streamChunkChars)) {
-        events.push(ev('response.function_call_arguments.delta', { item_id: item.id, output_index, delta }));
-      }
-      events.push(
-        ev('response.function_call_arguments.done', {
-          item_id: item.id,
-          output_index,
-          arguments: item.arguments,
-        }),
-      );
     } else {
       events.push(ev('response.output_item.added', { output_index, item }));
     }
@@ -380,6 +364,9 @@ function chatTurns(body: Json): number {
   return messages.filter((m) => isObj(m) && m.role === 'assistant').length;
 }
 
+/** Input items the model produced (besides assistant messages): each run of them is one assistant turn. */
+const ASSISTANT_ITEMS = new Set(['function_call', 'custom_tool_call', 'tool_search_call', 'reasoning']);
+
 /** Assistant turns in a Responses input: assistant messages and runs of function calls, plus the chain. */
 function responsesTurns(ctx: SimContext, body: Json): number {
   let turns =
@@ -389,26 +376,9 @@ function responsesTurns(ctx: SimContext, body: Json): number {
   const input = Array.isArray(body.input) ? body.input : [];
   let inAssistantRun = false;
   for (const item of input) {
-    const assistant =
-      isObj(item) &&
-      (item.role === 'assistant' || item.type === 'function_call' || item.type === 'reasoning');
+    const assistant = isObj(item) && (item.role === 'assistant' || ASSISTANT_ITEMS.has(String(item.type)));
     if (assistant && !inAssistantRun) turns++;
     inAssistantRun = assistant;
   }
   return turns;
-}
-
-function firstUserText(body: Json, kind: Kind): string {
-  if (kind === 'responses' && typeof body.input === 'string') return body.input;
-  const list = kind === 'chat' ? body.messages : body.input;
-  const first = Array.isArray(list)
-    ? (list.find((m) => isObj(m) && m.role === 'user') as Json | undefined)
-    : undefined;
-  if (!first) return '';
-  if (typeof first.content === 'string') return first.content;
-  if (!Array.isArray(first.content)) return '';
-  return first.content
-    .filter((b): b is Json => isObj(b) && typeof b.text === 'string')
-    .map((b) => String(b.text))
-    .join('\n');
 }

@@ -10,6 +10,7 @@ import { OpenAICache, OpenAIDiagnosticsStore } from '../cache/openai-cache.js';
 import type { AdvanceableClock } from '../core/clock.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
 import type { FaultRate } from './faults.js';
+import type { Provider } from './provider-errors.js';
 import type { ReplyScript } from './reply-script.js';
 
 /** Counters reported by `GET /_sim/stats`. */
@@ -22,6 +23,32 @@ export interface SimCounters {
   tokensRead: number;
   tokensWritten: number;
 }
+
+/** One provider's counters in `GET /_sim/stats` (beside its cache store's entry counts). */
+export interface ProviderCounters {
+  requests: number;
+  cacheReads: number;
+  cacheWrites: number;
+  tokensRead: number;
+  tokensWritten: number;
+}
+
+/** What one evaluated request read and wrote, for the counters. */
+export interface CacheOutcome {
+  hit: boolean;
+  /** Cache entries written. */
+  writes: number;
+  tokensRead: number;
+  tokensWritten: number;
+}
+
+const zeroProvider = (): ProviderCounters => ({
+  requests: 0,
+  cacheReads: 0,
+  cacheWrites: 0,
+  tokensRead: 0,
+  tokensWritten: 0,
+});
 
 export interface SimContextOptions {
   clock: AdvanceableClock;
@@ -50,6 +77,10 @@ export class SimContext {
     cacheWrites: 0,
     tokensRead: 0,
     tokensWritten: 0,
+  };
+  readonly perProvider: Record<Provider, ProviderCounters> = {
+    anthropic: zeroProvider(),
+    openai: zeroProvider(),
   };
   /** Responses API: how many assistant turns a stored response id stands for (for previous_response_id). */
   readonly responseTurns = new Map<string, number>();
@@ -102,9 +133,31 @@ export class SimContext {
     return ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve();
   }
 
+  /** Counts a request that reached a provider route. */
+  countRequest(provider: Provider): void {
+    this.counters.requests++;
+    this.perProvider[provider].requests++;
+  }
+
+  /** Counts what an evaluated request read from and wrote to the provider's cache. */
+  countCache(provider: Provider, o: CacheOutcome): void {
+    for (const c of [this.counters, this.perProvider[provider]]) {
+      c.cacheReads += o.hit ? 1 : 0;
+      c.cacheWrites += o.writes;
+      c.tokensRead += o.tokensRead;
+      c.tokensWritten += o.tokensWritten;
+    }
+  }
+
+  /** Empties every cache and zeroes every counter, the stores' and the providers' included. */
   reset(): void {
     this.anthropic.store.clear();
     this.openai.store.clear();
+    for (const stats of [this.anthropic.store.stats, this.openai.store.stats]) {
+      for (const k of Object.keys(stats) as Array<keyof typeof stats>) stats[k] = 0;
+    }
+    this.perProvider.anthropic = zeroProvider();
+    this.perProvider.openai = zeroProvider();
     this.anthropicDiagnostics.clear();
     this.openaiDiagnostics.clear();
     this.responseTurns.clear();
@@ -117,8 +170,8 @@ export class SimContext {
     return {
       now: this.clock.now(),
       entries: a.size + o.size,
-      anthropic: { entries: a.size, ...a.stats },
-      openai: { entries: o.size, ...o.stats },
+      anthropic: { entries: a.size, ...a.stats, ...this.perProvider.anthropic },
+      openai: { entries: o.size, ...o.stats, ...this.perProvider.openai },
       ...this.counters,
     };
   }

@@ -32,7 +32,7 @@ export function registerSim(program: Command, io: CliIO, setExit: (code: number)
     .option('--seed <n>', 'seed for fault draws and ids', '1')
     .addHelpText(
       'after',
-      '\nPer request, the header x-sim-fault: 429 | 529 | 500 | error-mid-stream | reset-mid-stream | stall=MS | slow=MS\ninjects a fault. POST /_sim/clock {"advance_ms": N} moves the clock; POST /_sim/reset empties the cache;\nGET /_sim/stats reports entries, reads and writes.',
+      '\nPer request, the header x-sim-fault: 429 | 529 | 500 | error-mid-stream | reset-mid-stream | stall=MS | slow=MS\ninjects a fault. POST /_sim/clock {"advance_ms": N} moves the clock; POST /_sim/reset empties the caches\nand zeroes the counters; GET /_sim/stats reports entries, requests and tokens read and written, per provider.',
     )
     .action(async (opts: SimOptions) => {
       const port = Number(opts.port);

@@ -1,0 +1,271 @@
+// The real Claude Code CLI (`claude -p`), offline: through `cacheward proxy` into `cacheward sim --script`.
+// A tool loop, `--continue`, a general-purpose subagent, and an MCP server whose tool list grows.
+
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ReadRecord } from '../../src/capture/capture-reader.js';
+import { type AgentStack, startAgentStack } from './agent-harness.js';
+
+type Json = Record<string, any>;
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/mcp-server.mjs', import.meta.url));
+const TEST_MS = 150_000;
+
+/** The scripted conversations, one per test, told apart by a word in their first user message. */
+const script = ({ workDir }: { workDir: string }) => ({
+  conversations: [
+    {
+      match: 'LOOP-TASK',
+      turns: [
+        {
+          text: 'Reading.',
+          tool_calls: [{ name: 'Read', input: { file_path: join(workDir, 'loop/notes.txt') } }],
+        },
+        {
+          text: 'Counting.',
+          tool_calls: [{ name: 'Bash', input: { command: 'wc -c notes.txt', description: 'count' } }],
+        },
+        {
+          text: 'Writing.',
+          tool_calls: [
+            { name: 'Write', input: { file_path: join(workDir, 'loop/out.txt'), content: 'looped\n' } },
+          ],
+        },
+        { text: 'Loop done.' },
+      ],
+    },
+    { match: 'RESUME-TASK', turns: [{ text: 'First answer.' }, { text: 'Resumed answer.' }] },
+    { match: 'SUBAGENT-TASK', turns: [{ text: 'Subagent found 42.' }] },
+    {
+      match: 'DELEGATE-TASK',
+      turns: [
+        {
+          text: 'Delegating.',
+          tool_calls: [
+            {
+              name: 'Agent',
+              input: {
+                description: 'Count the notes',
+                prompt: 'SUBAGENT-TASK count the notes',
+                subagent_type: 'general-purpose',
+              },
+            },
+          ],
+        },
+        { text: 'Delegated: done.' },
+      ],
+    },
+    {
+      match: 'GROW-TASK',
+      turns: [
+        { text: 'Growing.', tool_calls: [{ name: 'mcp__fixture__grow', input: {} }] },
+        // Claude Code lists the tools again after list_changed, beside this request: give it time.
+        {
+          text: 'Looking up.',
+          tool_calls: [{ name: 'mcp__fixture__lookup', input: { word: 'cache' } }],
+          delay_ms: 1500,
+        },
+        { text: 'Using it.', tool_calls: [{ name: 'mcp__fixture__extra_1', input: {} }] },
+        { text: 'Grown.' },
+      ],
+    },
+  ],
+});
+
+const body = (r: ReadRecord): Json => JSON.parse(String(r.body));
+const firstUserText = (b: Json): string =>
+  (b.messages as Json[])
+    .filter((m) => m.role === 'user')[0]
+    ?.content.map((c: Json) => c.text ?? '')
+    .join('\n') ?? '';
+const billing = (b: Json): string => String((b.system as Json[])[0]?.text);
+const toolNames = (b: Json): string[] => (b.tools as Json[]).map((t) => t.name);
+const toolResults = (b: Json): Json[] =>
+  (b.messages as Json[]).flatMap((m) =>
+    Array.isArray(m.content) ? m.content.filter((c: Json) => c.type === 'tool_result') : [],
+  );
+const resultText = (r: Json): string =>
+  typeof r.content === 'string' ? r.content : r.content.map((c: Json) => c.text).join('\n');
+
+/** The records of the conversation whose first user message holds `word`, in order. */
+async function conversation(stack: AgentStack, word: string): Promise<Json[]> {
+  return (await stack.records()).map(body).filter((b) => firstUserText(b).includes(word));
+}
+
+function dir(stack: AgentStack, name: string): string {
+  const d = join(stack.workDir, name);
+  mkdirSync(d, { recursive: true });
+  return d;
+}
+
+function mcpFixture(log: string) {
+  return { fixture: { command: process.execPath, args: [FIXTURE], env: { MCP_FIXTURE_LOG: log } } };
+}
+
+function mcpMessages(log: string): Json[] {
+  return readFileSync(log, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+}
+
+describe('Claude Code through the proxy into the simulator', () => {
+  let stack: AgentStack;
+  beforeAll(async () => {
+    stack = await startAgentStack({ script });
+  }, 30_000);
+  afterAll(() => stack?.close());
+
+  it(
+    'runs a tool loop: Read, Bash and Write on files in its working directory',
+    async () => {
+      const cwd = dir(stack, 'loop');
+      writeFileSync(join(cwd, 'notes.txt'), 'the secret is 42\n');
+      const run = await stack.run('claude', {
+        prompt: 'LOOP-TASK read, count and write',
+        cwd,
+        args: ['--allowedTools', 'Read', 'Bash(wc:*)', 'Write'],
+      });
+      expect(run.exitCode).toBe(0);
+      expect(run.stdout.trim()).toBe('Loop done.');
+      expect(readFileSync(join(cwd, 'out.txt'), 'utf8')).toBe('looped\n');
+      const reqs = await conversation(stack, 'LOOP-TASK');
+      expect(reqs).toHaveLength(4);
+      const results = toolResults(reqs[3] as Json).map(resultText);
+      expect(results[0]).toContain('the secret is 42');
+      expect(results[1]).toContain('17 notes.txt');
+      expect(results[2]).toMatch(/File created successfully/);
+      // The loop reads back what its first request wrote.
+      expect(run.tokens.anthropic.written).toBeGreaterThan(0);
+      expect(run.tokens.anthropic.read).toBeGreaterThan(run.tokens.anthropic.written);
+      const records = (await stack.records()).filter((r) => firstUserText(body(r)).includes('LOOP-TASK'));
+      const sessions = new Set(records.map((r) => r.record.headers['x-claude-code-session-id']));
+      expect(sessions.size).toBe(1);
+      expect(records.every((r) => r.record.session.source === 'claude-code')).toBe(true);
+    },
+    TEST_MS,
+  );
+
+  it(
+    '`--continue` resumes the session: same session id, the old turns resent, the new prompt last',
+    async () => {
+      const cwd = dir(stack, 'resume');
+      const first = await stack.run('claude', { prompt: 'RESUME-TASK first question', cwd });
+      expect(first.exitCode).toBe(0);
+      expect(first.stdout.trim()).toBe('First answer.');
+      const second = await stack.run('claude', { prompt: 'second question', cwd, args: ['--continue'] });
+      expect(second.exitCode).toBe(0);
+      expect(second.stdout.trim()).toBe('Resumed answer.');
+      const records = (await stack.records()).filter((r) => firstUserText(body(r)).includes('RESUME-TASK'));
+      expect(records).toHaveLength(2);
+      const [a, b] = records as [ReadRecord, ReadRecord];
+      expect(b.record.headers['x-claude-code-session-id']).toBe(a.record.headers['x-claude-code-session-id']);
+      const messages = body(b).messages as Json[];
+      expect(messages.find((m) => m.role === 'assistant')?.content).toEqual([
+        { type: 'text', text: 'First answer.' },
+      ]);
+      expect(JSON.stringify(messages.at(-1))).toContain('second question');
+      expect(JSON.parse(body(b).metadata.user_id).session_id).toBe(
+        a.record.headers['x-claude-code-session-id'],
+      );
+    },
+    TEST_MS,
+  );
+
+  it(
+    'starts a general-purpose subagent: its own system prompt and tools, under the same session id',
+    async () => {
+      const cwd = dir(stack, 'delegate');
+      const run = await stack.run('claude', {
+        prompt: 'DELEGATE-TASK ask a subagent',
+        cwd,
+        args: ['--allowedTools', 'Agent'],
+      });
+      expect(run.exitCode).toBe(0);
+      expect(run.stdout.trim()).toBe('Delegated: done.');
+      const [main, done] = (await conversation(stack, 'DELEGATE-TASK')) as [Json, Json];
+      const [sub] = (await conversation(stack, 'SUBAGENT-TASK')) as [Json];
+      expect(sub).toBeDefined();
+      expect(billing(sub)).toContain('cc_is_subagent=true;');
+      expect(billing(main)).not.toContain('cc_is_subagent');
+      expect(JSON.stringify(sub.system.slice(1))).not.toBe(JSON.stringify(main.system.slice(1)));
+      expect(toolNames(sub)).not.toEqual(toolNames(main));
+      expect(JSON.parse(sub.metadata.user_id).session_id).toBe(JSON.parse(main.metadata.user_id).session_id);
+      expect(toolResults(done).map(resultText).join('\n')).toContain('Subagent found 42.');
+    },
+    TEST_MS,
+  );
+
+  it(
+    'sees an MCP server add a tool (notifications/tools/list_changed) and calls it',
+    async () => {
+      const cwd = dir(stack, 'grow');
+      const log = join(stack.root, 'claude-mcp.log');
+      appendFileSync(log, '');
+      const run = await stack.run('claude', {
+        prompt: 'GROW-TASK grow the server',
+        cwd,
+        mcpServers: mcpFixture(log),
+        args: ['--allowedTools', 'mcp__fixture__grow', 'mcp__fixture__lookup', 'mcp__fixture__extra_1'],
+      });
+      expect(run.exitCode).toBe(0);
+      expect(run.stdout.trim()).toBe('Grown.');
+      const received = mcpMessages(log);
+      const calls = received.filter((m) => m.method === 'tools/call').map((m) => m.params.name);
+      expect(calls).toEqual(['grow', 'lookup', 'extra_1']);
+      expect(received.filter((m) => m.method === 'tools/list').length).toBeGreaterThanOrEqual(2);
+      const reqs = await conversation(stack, 'GROW-TASK');
+      expect(reqs).toHaveLength(4);
+      expect(toolNames(reqs[0] as Json)).toEqual(
+        expect.arrayContaining(['mcp__fixture__grow', 'mcp__fixture__lookup']),
+      );
+      expect(toolNames(reqs[0] as Json)).not.toContain('mcp__fixture__extra_1');
+      expect(toolNames(reqs[3] as Json)).toContain('mcp__fixture__extra_1');
+      const results = toolResults(reqs[3] as Json);
+      expect(results.map(resultText)).toEqual([
+        'added extra_1',
+        expect.stringContaining('fixture definition of cache'),
+        'extra_1 ran',
+      ]);
+    },
+    TEST_MS,
+  );
+});
+
+describe('Claude Code with fixes on', () => {
+  let stack: AgentStack;
+  beforeAll(async () => {
+    stack = await startAgentStack({ script, fix: ['tools-freeze', 'pin-reminders'] });
+  }, 30_000);
+  afterAll(() => stack?.close());
+
+  it(
+    'completes the growing-MCP session through `--fix tools-freeze,pin-reminders`',
+    async () => {
+      const log = join(stack.root, 'claude-mcp.log');
+      appendFileSync(log, '');
+      const run = await stack.run('claude', {
+        prompt: 'GROW-TASK grow the server',
+        cwd: dir(stack, 'grow'),
+        mcpServers: mcpFixture(log),
+        args: ['--allowedTools', 'mcp__fixture__grow', 'mcp__fixture__lookup', 'mcp__fixture__extra_1'],
+      });
+      expect(run.exitCode).toBe(0);
+      expect(run.stdout.trim()).toBe('Grown.');
+      expect(
+        mcpMessages(log)
+          .filter((m) => m.method === 'tools/call')
+          .map((m) => m.params.name),
+      ).toEqual(['grow', 'lookup', 'extra_1']);
+      const records = await stack.records();
+      expect(records).toHaveLength(4);
+      expect(records.some((r) => r.record.fixes.some((f) => f.fix === 'tools-freeze' && f.changed))).toBe(
+        true,
+      );
+      expect(run.simStats.anthropic.requests).toBe(4);
+    },
+    TEST_MS,
+  );
+});
