@@ -7,72 +7,11 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReadRecord } from '../../src/capture/capture-reader.js';
 import { type AgentStack, startAgentStack } from './agent-harness.js';
+import { dir, mcpFixture, script } from './claude-scenarios.js';
 
 type Json = Record<string, any>;
 
-const FIXTURE = fileURLToPath(new URL('./fixtures/mcp-server.mjs', import.meta.url));
 const TEST_MS = 150_000;
-
-/** The scripted conversations, one per test, told apart by a word in their first user message. */
-const script = ({ workDir }: { workDir: string }) => ({
-  conversations: [
-    {
-      match: 'LOOP-TASK',
-      turns: [
-        {
-          text: 'Reading.',
-          tool_calls: [{ name: 'Read', input: { file_path: join(workDir, 'loop/notes.txt') } }],
-        },
-        {
-          text: 'Counting.',
-          tool_calls: [{ name: 'Bash', input: { command: 'wc -c notes.txt', description: 'count' } }],
-        },
-        {
-          text: 'Writing.',
-          tool_calls: [
-            { name: 'Write', input: { file_path: join(workDir, 'loop/out.txt'), content: 'looped\n' } },
-          ],
-        },
-        { text: 'Loop done.' },
-      ],
-    },
-    { match: 'RESUME-TASK', turns: [{ text: 'First answer.' }, { text: 'Resumed answer.' }] },
-    { match: 'SUBAGENT-TASK', turns: [{ text: 'Subagent found 42.' }] },
-    {
-      match: 'DELEGATE-TASK',
-      turns: [
-        {
-          text: 'Delegating.',
-          tool_calls: [
-            {
-              name: 'Agent',
-              input: {
-                description: 'Count the notes',
-                prompt: 'SUBAGENT-TASK count the notes',
-                subagent_type: 'general-purpose',
-              },
-            },
-          ],
-        },
-        { text: 'Delegated: done.' },
-      ],
-    },
-    {
-      match: 'GROW-TASK',
-      turns: [
-        { text: 'Growing.', tool_calls: [{ name: 'mcp__fixture__grow', input: {} }] },
-        // Claude Code lists the tools again after list_changed, beside this request: give it time.
-        {
-          text: 'Looking up.',
-          tool_calls: [{ name: 'mcp__fixture__lookup', input: { word: 'cache' } }],
-          delay_ms: 1500,
-        },
-        { text: 'Using it.', tool_calls: [{ name: 'mcp__fixture__extra_1', input: {} }] },
-        { text: 'Grown.' },
-      ],
-    },
-  ],
-});
 
 const body = (r: ReadRecord): Json => JSON.parse(String(r.body));
 const firstUserText = (b: Json): string =>
@@ -92,16 +31,6 @@ const resultText = (r: Json): string =>
 /** The records of the conversation whose first user message holds `word`, in order. */
 async function conversation(stack: AgentStack, word: string): Promise<Json[]> {
   return (await stack.records()).map(body).filter((b) => firstUserText(b).includes(word));
-}
-
-function dir(stack: AgentStack, name: string): string {
-  const d = join(stack.workDir, name);
-  mkdirSync(d, { recursive: true });
-  return d;
-}
-
-function mcpFixture(log: string) {
-  return { fixture: { command: process.execPath, args: [FIXTURE], env: { MCP_FIXTURE_LOG: log } } };
 }
 
 function mcpMessages(log: string): Json[] {

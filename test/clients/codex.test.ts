@@ -8,36 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReadRecord } from '../../src/capture/capture-reader.js';
 import { type AgentStack, startAgentStack } from './agent-harness.js';
+import { PATCH, script } from './codex-scenarios.js';
 
 type Json = Record<string, any>;
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/mcp-server.mjs', import.meta.url));
 const TEST_MS = 150_000;
-const PATCH = '*** Begin Patch\n*** Update File: a.txt\n@@\n-hello\n+hello, patched\n*** End Patch\n';
-
-// Codex's first user message is its <environment_context>: the task is matched in the latest one.
-const script = {
-  conversations: [
-    {
-      match: 'EDIT-TASK',
-      match_in: 'latest_user',
-      turns: [
-        { text: 'Editing.', tool_calls: [{ type: 'custom', name: 'apply_patch', input: PATCH }] },
-        { text: 'Patched a.txt.' },
-      ],
-    },
-    {
-      match: 'MCP-TASK',
-      match_in: 'latest_user',
-      turns: [
-        { tool_calls: [{ type: 'tool_search', input: { query: 'lookup word', limit: 8 } }] },
-        { tool_calls: [{ name: 'lookup', namespace: 'mcp__fixture', input: { word: 'cache' } }] },
-        { text: 'Looked it up.' },
-      ],
-    },
-  ],
-};
-
 const body = (r: ReadRecord): Json => JSON.parse(String(r.body));
 const userTexts = (b: Json): string[] =>
   (b.input as Json[])

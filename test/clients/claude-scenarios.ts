@@ -1,0 +1,80 @@
+// The scripted Claude Code scenarios the client tests share: a tool loop, a resumed session, a subagent
+// and an MCP server whose tool list grows, each told apart by a word in its first prompt.
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { AgentStack } from './agent-harness.js';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/mcp-server.mjs', import.meta.url));
+
+/** The scripted conversations, one per test, told apart by a word in their first user message. */
+export const script = ({ workDir }: { workDir: string }) => ({
+  conversations: [
+    {
+      match: 'LOOP-TASK',
+      turns: [
+        {
+          text: 'Reading.',
+          tool_calls: [{ name: 'Read', input: { file_path: join(workDir, 'loop/notes.txt') } }],
+        },
+        {
+          text: 'Counting.',
+          tool_calls: [{ name: 'Bash', input: { command: 'wc -c notes.txt', description: 'count' } }],
+        },
+        {
+          text: 'Writing.',
+          tool_calls: [
+            { name: 'Write', input: { file_path: join(workDir, 'loop/out.txt'), content: 'looped\n' } },
+          ],
+        },
+        { text: 'Loop done.' },
+      ],
+    },
+    { match: 'RESUME-TASK', turns: [{ text: 'First answer.' }, { text: 'Resumed answer.' }] },
+    { match: 'SUBAGENT-TASK', turns: [{ text: 'Subagent found 42.' }] },
+    {
+      match: 'DELEGATE-TASK',
+      turns: [
+        {
+          text: 'Delegating.',
+          tool_calls: [
+            {
+              name: 'Agent',
+              input: {
+                description: 'Count the notes',
+                prompt: 'SUBAGENT-TASK count the notes',
+                subagent_type: 'general-purpose',
+              },
+            },
+          ],
+        },
+        { text: 'Delegated: done.' },
+      ],
+    },
+    {
+      match: 'GROW-TASK',
+      turns: [
+        { text: 'Growing.', tool_calls: [{ name: 'mcp__fixture__grow', input: {} }] },
+        // Claude Code lists the tools again after list_changed, beside this request: give it time.
+        {
+          text: 'Looking up.',
+          tool_calls: [{ name: 'mcp__fixture__lookup', input: { word: 'cache' } }],
+          delay_ms: 1500,
+        },
+        { text: 'Using it.', tool_calls: [{ name: 'mcp__fixture__extra_1', input: {} }] },
+        { text: 'Grown.' },
+      ],
+    },
+  ],
+});
+
+export function dir(stack: AgentStack, name: string): string {
+  const d = join(stack.workDir, name);
+  mkdirSync(d, { recursive: true });
+  return d;
+}
+
+export function mcpFixture(log: string) {
+  return { fixture: { command: process.execPath, args: [FIXTURE], env: { MCP_FIXTURE_LOG: log } } };
+}
