@@ -121,7 +121,7 @@ export const toolsFreeze: Fix<FreezeState> = {
       }
       if (newAnnouncements.length) {
         const last = messages[messages.length - 1];
-        if (!last || last.role !== 'user') {
+        if (last?.role !== 'user') {
           notes.push(
             'the request does not end on a user turn: the tool change cannot be announced here; forwarded as sent',
           );

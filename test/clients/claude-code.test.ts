@@ -1,9 +1,8 @@
 // The real Claude Code CLI (`claude -p`), offline: through `cacheward proxy` into `cacheward sim --script`.
 // A tool loop, `--continue`, a general-purpose subagent, and an MCP server whose tool list grows.
 
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReadRecord } from '../../src/capture/capture-reader.js';
 import { type AgentStack, startAgentStack } from './agent-harness.js';
