@@ -27,6 +27,12 @@ describe('cacheward demo', () => {
     ]) {
       expect(r.stdout).toContain(cause);
     }
+    // Part three: the same session with fixes costs less, and says which causes went and why.
+    const table = r.stdout.slice(r.stdout.indexOf('side by side'));
+    const spend = /spend\s+\$([\d.]+)\s+\$([\d.]+)/.exec(table);
+    expect(Number(spend?.[2])).toBeLessThan(Number(spend?.[1]));
+    expect(table).toMatch(/fork_diverged\s+1 × \$[\d.]+\s+-/);
+    expect(table).toContain("fork_diverged is gone: the review fork started from its parent's fix state");
   });
 
   it('writes the pairs for cacheward diff with --write, and diff agrees with the demo', async () => {

@@ -104,14 +104,7 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
             s.bold(`The same session through \`cacheward proxy --fix ${fixes.join(',')}\`, side by side:`),
           );
           for (const line of sideBySide(result, fixed)) io.out(line);
-          io.out(
-            s.dim(
-              '  tools_changed is gone: the new tool was announced, tools[] stayed byte-stable. The real history edit\n' +
-                '  stays (pin-reminders does not hide true rewrites). The summary fork, sent under a session of its own,\n' +
-                "  does not carry the main session's announcement and now diverges: send forks with the parent's\n" +
-                '  session key so they share its fix state.',
-            ),
-          );
+          for (const line of fixesSaid(result, fixed)) io.out(s.dim(line));
         } finally {
           await rm(fixedDir, { recursive: true, force: true });
         }
@@ -143,6 +136,47 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
 }
 
 /** The two reports' causes in two columns: misses and waste without the fixes, and with them. */
+/** What each fix did to a cause, for the causes it removed; the rest stay because no fix may hide them. */
+const GONE: Partial<Record<string, string>> = {
+  tools_changed: 'tools_changed is gone: the new tool was announced and tools[] stayed byte-stable.',
+  fork_diverged:
+    "fork_diverged is gone: the review fork started from its parent's fix state (the frozen tools), so its extra tools went in deferred and it read the parent's cache.",
+  messages_edited: 'messages_edited is gone: the re-serialized history kept its first-seen shape.',
+};
+
+/** The sentences under the side-by-side table, from the two results (never a fixed text). */
+function fixesSaid(without: AnalysisResult, withFixes: AnalysisResult): string[] {
+  const count = (r: AnalysisResult, c: string) => r.byCause.find((x) => x.cause === c)?.misses ?? 0;
+  const lines: string[] = [];
+  for (const c of without.byCause) {
+    if (count(withFixes, c.cause) < c.misses && GONE[c.cause]) lines.push(...wrap(GONE[c.cause] as string));
+  }
+  const kept = without.byCause
+    .filter((c) => c.cause !== 'cold_start' && count(withFixes, c.cause) >= c.misses)
+    .map((c) => c.cause);
+  if (kept.length)
+    lines.push(
+      ...wrap(
+        `${kept.join(', ')} stay: real changes no fix may hide, or cache events (expiry, lookback, concurrency).`,
+      ),
+    );
+  return lines;
+}
+
+/** Words in lines of at most `width` characters, indented by two spaces. */
+function wrap(text: string, width = 100): string[] {
+  const out: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line && line.length + word.length + 1 > width) {
+      out.push(`  ${line}`);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) out.push(`  ${line}`);
+  return out;
+}
+
 function sideBySide(without: AnalysisResult, withFixes: AnalysisResult): string[] {
   const causes = [
     ...new Set([...without.byCause.map((c) => c.cause), ...withFixes.byCause.map((c) => c.cause)]),
