@@ -126,3 +126,55 @@ describe('whatif --fix', () => {
     );
   });
 });
+
+describe('under --capture hashes, no message text reaches the disk', () => {
+  it('keeps pins as hashes and only the tool definitions it must re-send', async () => {
+    const clock = new VirtualClock();
+    const sim = createSimulator({ clock });
+    const simUrl = await sim.listen(0);
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-hashes-state-'));
+    const proxy = await createProxy({
+      upstream: simUrl,
+      dir,
+      clock,
+      capture: 'hashes',
+      fixes: ['tools-freeze', 'pin-reminders'],
+      log: () => {},
+    });
+    const SECRET = 'zebra-quartz-secret-7731';
+    let conv = agentConversation({ turns: 2, seed: 61 });
+    (conv.messages as Json[]).push(
+      { role: 'assistant', content: [{ type: 'text', text: 'ok' }] },
+      { role: 'user', content: [{ type: 'text', text: `the password is ${SECRET}` }] },
+    );
+    conv.system = [{ type: 'text', text: `system says ${SECRET}` }];
+    for (let t = 0; t < 3; t++) {
+      clock.advance(5_000);
+      const res = await fetch(`${proxy.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'k' },
+        body: JSON.stringify(
+          t === 2 ? { ...conv, tools: [...(conv.tools as Json[]), anthropicTool('mcp__x')] } : conv,
+        ),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      conv = appendUserTurn(conv, `turn ${t} ${SECRET}`);
+    }
+    await proxy.close();
+    await sim.close();
+    const files: string[] = [];
+    const walk = (d: string) => {
+      for (const e of readdirSync(d, { withFileTypes: true }))
+        e.isDirectory() ? walk(join(d, e.name)) : files.push(join(d, e.name));
+    };
+    walk(dir);
+    const state = files.find((f) => f.endsWith('conversations.json')) as string;
+    // The pins are there (as hashes), and so are the frozen tools (they must be re-sent).
+    expect(readFileSync(state, 'utf8')).toMatch(
+      /"pin-reminders":\{"messages":\[\{"role":"user","string":false,"ids":\["[0-9a-f]{64}"/,
+    );
+    expect(readFileSync(state, 'utf8')).toContain('"frozen":[{"name"');
+    for (const f of files) expect(readFileSync(f, 'utf8'), f).not.toContain(SECRET);
+  });
+});
