@@ -2,10 +2,12 @@
 // It never hides vitest's own output or changes its exit code.
 
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 
 mkdirSync('test-output', { recursive: true });
 const report = 'test-output/vitest.json';
+// A report left by an earlier run must never be read as this run's: a crash before writing one is a failure.
+rmSync(report, { force: true });
 const run = spawnSync(
   process.execPath,
   [

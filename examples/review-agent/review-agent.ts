@@ -51,6 +51,7 @@ export class ReviewAgent {
   readonly forks = new BackgroundForks({ maxPendingPerParent: 1 });
   readonly usage: ForkUsage[] = [];
   readonly outcomes: ForkOutcome[] = [];
+  private readonly running: Array<Promise<ForkOutcome>> = [];
   /** What a review fork may call: read-only tools; it proposes memory as its result, never writes itself. */
   readonly gate = new ToolGate({ allow: ['Read', 'Grep'] });
   private lastRequest: { body: Json; cached: number } | undefined;
@@ -120,8 +121,13 @@ export class ReviewAgent {
         await ctx.write('notes.md', `${doc?.content ?? ''}- ${String(note)}\n`);
       },
     );
-    void done.then((o) => this.outcomes.push(o));
+    this.running.push(done.then((o) => (this.outcomes.push(o), o)));
     return done;
+  }
+
+  /** Resolves once every review started so far has its outcome (applied, discarded or failed). */
+  async settled(): Promise<void> {
+    await Promise.allSettled(this.running);
   }
 
   /** The token-budget summary, as a fork of the last request (reads the parent's cache). */

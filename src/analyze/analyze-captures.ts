@@ -77,6 +77,8 @@ export interface AnalyzedRequest {
   /** How it relates to earlier requests (count_tokens calls and refused requests are `none`). */
   relation: Relation | 'none';
   turn: number;
+  /** The request it was compared with (its parent in the conversation model), if any. */
+  parent?: string;
   time: number;
   provider: string;
   model: string | undefined;
@@ -85,6 +87,11 @@ export interface AnalyzedRequest {
   cost: RequestCost | null;
   /** What the cache model says the request should have read (in provider tokens, scaled from estimates). */
   expectedRead: number | undefined;
+  /**
+   * What the request left cached (provider tokens): the reported read and write, or, where the provider
+   * reports no writes (OpenAI before GPT-5.6), what the cache model says automatic caching stored.
+   */
+  cachedAfter?: number;
   miss?: Miss;
   fork?: { parent: string };
   concurrent: boolean;
@@ -280,6 +287,7 @@ export class Analyzer {
       expectedRead: evidence ? Math.round(evidence.readTokens * scale) : undefined,
       concurrent: !!parent && start < parent.firstByte,
     };
+    if (res?.parent) row.parent = res.parent;
     const price = this.options.prices.lookup(model);
     if (usage) {
       row.cost = price ? costOf(usage, price) : null;
@@ -325,6 +333,7 @@ export class Analyzer {
       // What this request leaves cached: the provider's word where it reports writes, else the model's.
       const reported = usage?.cacheReported ? (usage.cacheRead + usage.cacheWrite) / scale : 0;
       const inferred = evidence && !evidence.writesReported ? evidence.cachedAfterTokens : 0;
+      row.cachedAfter = Math.round(Math.max(reported, inferred) * scale);
       this.remember({
         id: r.id,
         session,

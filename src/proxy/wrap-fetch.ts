@@ -2,7 +2,7 @@
 // requests go out through the wrapped fetch unchanged; responses are observed as the app reads them.
 
 import { randomBytes } from 'node:crypto';
-import type { CaptureMode } from '../capture/capture-record.js';
+import type { CaptureMode, CaptureRecord } from '../capture/capture-record.js';
 import { type CaptureState, CaptureWriter } from '../capture/capture-writer.js';
 import { defaultCaptureDir } from '../capture/default-dir.js';
 import type { Clock } from '../core/clock.js';
@@ -22,6 +22,8 @@ export interface WrapFetchOptions {
   maxMb?: number;
   clock?: Clock;
   log?: (line: string) => void;
+  /** Called with every finished exchange's record (whatever the capture mode), after the response ends. */
+  onRecord?: (record: CaptureRecord) => void;
 }
 
 /** A fetch that records captures, plus the controls to flush and close its capture. */
@@ -52,12 +54,18 @@ export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}):
     ...(options.maxMb !== undefined ? { maxBytes: options.maxMb * 1024 * 1024 } : {}),
   });
   const metrics = new ProxyMetrics();
-  const recorder = new ExchangeRecorder({
+  const exchanges = new ExchangeRecorder({
     writer,
     metrics,
     builder: new PrefixBuilder(),
     conversations: new ConversationTracker(),
   });
+  const recorder = {
+    record(facts: ExchangeFacts): void {
+      const record = exchanges.record(facts);
+      options.onRecord?.(record);
+    },
+  };
 
   const wrapped = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
