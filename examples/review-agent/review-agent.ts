@@ -6,6 +6,7 @@ import { BackgroundForks, type ForkOutcome, forkRequest, validateReply } from '.
 import { type CasFileStore, StaleGuard, ToolGate } from '../../src/guard/index.js';
 
 type Json = Record<string, unknown>;
+type Params = Anthropic.MessageCreateParamsNonStreaming;
 
 export const TOOLS = ['Read', 'Grep', 'Edit', 'Write', 'Bash', 'memory', 'skill_manage'].map((name) => ({
   name,
@@ -54,12 +55,12 @@ export class ReviewAgent {
   private readonly running: Array<Promise<ForkOutcome>> = [];
   /** What a review fork may call: read-only tools; it proposes memory as its result, never writes itself. */
   readonly gate = new ToolGate({ allow: ['Read', 'Grep'] });
-  private lastRequest: { body: Json; cached: number } | undefined;
+  private lastRequest: { body: Params; cached: number } | undefined;
   private turns = 0;
 
   constructor(private readonly o: ReviewAgentOptions) {}
 
-  private body(): Json {
+  private body(): Params {
     const messages = structuredClone(this.messages);
     const last = messages[messages.length - 1] as { content: Json[] } | undefined;
     const block = last?.content[last.content.length - 1];
@@ -69,8 +70,8 @@ export class ReviewAgent {
       max_tokens: 512,
       tools: TOOLS,
       system: SYSTEM,
-      messages,
-    };
+      messages: messages as unknown as Params['messages'],
+    } as Params;
   }
 
   /** One user turn: the parent's request, then (every N turns) a background review fork. */
@@ -79,7 +80,7 @@ export class ReviewAgent {
     await this.forks.cancel('main');
     this.messages.push({ role: 'user', content: [{ type: 'text', text }] });
     const body = this.body();
-    const reply = await this.o.client.messages.create(body as never);
+    const reply = await this.o.client.messages.create(body);
     const u = reply.usage;
     this.lastRequest = {
       body,
@@ -98,29 +99,29 @@ export class ReviewAgent {
     const fork = forkRequest({ format: 'anthropic-messages', body: parent.body, reply }, REVIEW_PROMPT, {
       requireParity: true,
     });
-    const done = this.forks.start(
-      'main',
-      async (signal) => {
-        const r = await this.o.client.messages.create(fork.body as never, {
+    const done = this.forks.start({
+      parent: 'main',
+      run: async (signal) => {
+        const r = await this.o.client.messages.create(fork.body, {
           signal,
           headers: { ...fork.headers, ...this.o.reviewHeaders },
         });
         this.record('review', false, r.usage, parent.cached);
         for (const call of r.content.filter((b) => b.type === 'tool_use')) {
           const decision = this.gate.check(call.name, call.input);
-          if (!decision.allowed) throw new Error(decision.message);
+          if (!decision.ok) throw new Error(decision.reason);
         }
         const valid = validateReply(r as never, 'record_review');
-        if (valid.kind === 'invalid') throw new Error(valid.reason);
+        if (!valid.ok) throw new Error(valid.reason);
         return valid.kind === 'text' ? valid.text : JSON.stringify(valid.data);
       },
-      () => guard.check(this.messages).ok,
-      async (note) => {
+      isCurrent: () => guard.check(this.messages).ok,
+      apply: async (note) => {
         const ctx = this.o.stores.memory.context();
         const doc = await ctx.read('notes.md');
         await ctx.write('notes.md', `${doc?.content ?? ''}- ${String(note)}\n`);
       },
-    );
+    });
     this.running.push(done.then((o) => (this.outcomes.push(o), o)));
     return done;
   }
@@ -137,10 +138,10 @@ export class ReviewAgent {
     const fork = forkRequest({ format: 'anthropic-messages', body: parent.body }, SUMMARY_PROMPT, {
       requireParity: true,
     });
-    const r = await this.o.client.messages.create(fork.body as never, { headers: fork.headers });
+    const r = await this.o.client.messages.create(fork.body, { headers: fork.headers });
     this.record('summary', false, r.usage, parent.cached);
     const valid = validateReply(r as never);
-    return valid.kind === 'text' ? valid.text : '';
+    return valid.ok && valid.kind === 'text' ? valid.text : '';
   }
 
   /** The naive review: its own narrower tools[] (the reported bug): re-bills the whole context. */

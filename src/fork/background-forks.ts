@@ -2,14 +2,19 @@
 // fork, results applied only if their source is unchanged, replies validated as data, bounded cancel and close.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Decision } from '../core/decision.js';
 import { CachewardError } from '../core/errors.js';
 
-/** Why a fork was not started, or its result not applied. */
+/** How a fork ended, in the one decision shape: applied (`ok`), or why not. */
 export type ForkOutcome =
-  | { status: 'applied'; value: unknown }
-  | { status: 'discarded'; reason: string }
-  | { status: 'failed'; reason: string }
-  | { status: 'cancelled' };
+  | { ok: true; status: 'applied'; value: unknown }
+  | { ok: false; status: 'discarded' | 'failed' | 'cancelled'; reason: string };
+
+const CANCELLED: ForkOutcome = {
+  ok: false,
+  status: 'cancelled',
+  reason: 'the parent went on (or the runner closed) before the fork finished',
+};
 
 export interface BackgroundForksOptions {
   /** Forks pending at once per parent (default 1). */
@@ -27,7 +32,20 @@ export interface ForkReply {
   content: Array<{ type: string; text?: string; name?: string; input?: unknown }>;
 }
 
+/** A usable reply: plain text, or the data of the one declared result call. */
 export type ValidReply = { kind: 'text'; text: string } | { kind: 'result'; data: unknown };
+
+/** What to run, when it may apply, and how: the options of {@link BackgroundForks.start}. */
+export interface ForkTask<T> {
+  /** The parent the fork belongs to (one live conversation). */
+  parent: string;
+  /** Runs the fork; it gets an abort signal and returns the fork's result. */
+  run: (signal: AbortSignal) => Promise<T>;
+  /** Asked at apply time: is the source the fork was computed from unchanged? */
+  isCurrent: () => boolean;
+  /** Writes the result. */
+  apply: (value: T) => void | Promise<void>;
+}
 
 /** The fork may not start: forking is off, the parent has one pending, or this is itself a fork. */
 export class ForkRefusedError extends CachewardError {
@@ -40,16 +58,13 @@ export class ForkRefusedError extends CachewardError {
  * A reply is usable when it is non-empty text, or exactly one call of the declared result tool, whose
  * input is read as data (never executed). Anything else is invalid.
  */
-export function validateReply(
-  reply: ForkReply,
-  resultTool?: string,
-): ValidReply | { kind: 'invalid'; reason: string } {
+export function validateReply(reply: ForkReply, resultTool?: string): Decision<ValidReply> {
   const calls = reply.content.filter((b) => b.type === 'tool_use');
   if (calls.length) {
     if (resultTool && calls.length === 1 && calls[0]?.name === resultTool)
-      return { kind: 'result', data: calls[0]?.input };
+      return { ok: true, kind: 'result', data: calls[0]?.input };
     return {
-      kind: 'invalid',
+      ok: false,
       reason: `the reply called ${calls.map((c) => c.name).join(', ')}; only one ${resultTool ?? 'declared result'} call is accepted, as data`,
     };
   }
@@ -58,7 +73,7 @@ export function validateReply(
     .map((b) => b.text ?? '')
     .join('')
     .trim();
-  return text ? { kind: 'text', text } : { kind: 'invalid', reason: 'the reply is empty' };
+  return text ? { ok: true, kind: 'text', text } : { ok: false, reason: 'the reply is empty' };
 }
 
 interface Pending {
@@ -91,16 +106,11 @@ export class BackgroundForks {
   }
 
   /**
-   * Starts a fork of `parent`. `run` gets an abort signal and returns the fork's result; `isCurrent` is
-   * asked at apply time whether the source the fork was computed from is unchanged; `apply` writes it.
+   * Starts a fork (see {@link ForkTask}): its result is applied only if its source is still current.
    * Throws ForkRefusedError when the fork may not start.
    */
-  start<T>(
-    parent: string,
-    run: (signal: AbortSignal) => Promise<T>,
-    isCurrent: () => boolean,
-    apply: (value: T) => void | Promise<void>,
-  ): Promise<ForkOutcome> {
+  start<T>(task: ForkTask<T>): Promise<ForkOutcome> {
+    const { parent, run, isCurrent, apply } = task;
     if (insideFork.getStore() !== undefined) throw new ForkRefusedError('a fork cannot start a fork');
     if (this.closed) throw new ForkRefusedError('the fork runner is closed');
     if (this.failures >= this.o.maxConsecutiveFailures) {
@@ -110,24 +120,25 @@ export class BackgroundForks {
     if (set.size >= this.o.maxPendingPerParent)
       throw new ForkRefusedError(`${parent} already has ${set.size} pending fork(s)`);
     const controller = new AbortController();
-    const entry: Pending = { parent, controller, done: Promise.resolve({ status: 'cancelled' }) };
+    const entry: Pending = { parent, controller, done: Promise.resolve(CANCELLED) };
     entry.done = insideFork
       .run(parent, async (): Promise<ForkOutcome> => {
         try {
           const value = await run(controller.signal);
-          if (controller.signal.aborted) return { status: 'cancelled' };
+          if (controller.signal.aborted) return CANCELLED;
           this.failures = 0;
           if (!isCurrent())
             return {
+              ok: false,
               status: 'discarded',
               reason: 'the source changed while the fork ran: the result is stale',
             };
           await apply(value);
-          return { status: 'applied', value };
+          return { ok: true, status: 'applied', value };
         } catch (err) {
-          if (controller.signal.aborted) return { status: 'cancelled' };
+          if (controller.signal.aborted) return CANCELLED;
           this.failures++;
-          return { status: 'failed', reason: err instanceof Error ? err.message : String(err) };
+          return { ok: false, status: 'failed', reason: err instanceof Error ? err.message : String(err) };
         }
       })
       .then((outcome) => {

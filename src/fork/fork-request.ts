@@ -5,16 +5,24 @@ import { CachewardError } from '../core/errors.js';
 import { parsePrefix } from '../prefix/build-prefix.js';
 import { comparePrefixes, type Divergence } from '../prefix/first-divergence.js';
 import { stableJson } from '../prefix/stable-json.js';
-import type { WireFormat } from '../wire/request-body.js';
+import { parseRequestBody, type WireFormat } from '../wire/request-body.js';
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-/** The parent as it was sent. */
-export interface ForkParent {
-  format: WireFormat;
-  /** The parent's request body, exactly as sent. */
-  body: Json;
+/**
+ * The parent as it was sent. `B` is the body's own type (the SDK's params type, say), so the fork's body
+ * comes back typed the same and goes to the same SDK call without a cast.
+ */
+export interface ForkParent<B extends object = Json> {
+  /**
+   * The format; when absent it is decided as the parser decides it: from `route`, then from the body.
+   */
+  format?: WireFormat;
+  /** The route the parent went to (e.g. `/v1/messages`), used to decide the format when it is not given. */
+  route?: string;
+  /** The parent's request body, exactly as sent: the object, or the bytes that went out. */
+  body: B | Uint8Array | string;
   /** The parent's request headers that matter (`anthropic-beta`). */
   headers?: Readonly<Record<string, string>>;
   /**
@@ -33,36 +41,60 @@ export interface ForkOptions {
   maxTokens?: number;
 }
 
-export interface ForkedRequest {
-  body: Json;
+export interface ForkedRequest<B extends object = Json> {
+  /** The format the fork was built for (given, or decided from the route or the body). */
+  format: WireFormat;
+  body: B;
+  /** The exact bytes to send (parity was checked on these). */
+  bytes: Buffer;
   /** Headers that must match the parent's for the cache to hold (the anthropic-beta set). */
   headers: Record<string, string>;
   /** Index in the fork's messages (or input items) where its own part begins. */
   appendedAt: number;
+  /** Whether the fork reads the parent's cache, always checked. */
+  parity: ForkParity;
 }
 
 /** A fork that would not read the parent's cache. */
 export class ForkParityError extends CachewardError {
-  constructor(readonly parity: ForkParity) {
-    super(
-      'CW_FORK_PARITY',
-      `the fork would not share the parent's cached prefix: ${parity.problems.join('; ')}`,
-    );
+  constructor(readonly parity: ForkParity & { ok: false }) {
+    super('CW_FORK_PARITY', `the fork would not share the parent's cached prefix: ${parity.reason}`);
   }
+}
+
+/** The parent's bytes and parsed body, and its format decided as the parser decides it. */
+function readParent(parent: ForkParent<object>): { format: WireFormat; bytes: Buffer; value: Json } {
+  const given = parent.body;
+  const bytes =
+    typeof given === 'string'
+      ? Buffer.from(given)
+      : given instanceof Uint8Array
+        ? Buffer.from(given.buffer, given.byteOffset, given.byteLength)
+        : Buffer.from(JSON.stringify(given));
+  const parsed = parseRequestBody(bytes, {
+    ...(parent.format ? { format: parent.format } : {}),
+    ...(parent.route ? { route: parent.route } : {}),
+  });
+  const value = typeof given === 'string' || given instanceof Uint8Array ? parsed.value() : (given as Json);
+  return { format: parsed.format, bytes, value };
 }
 
 const LOOKBACK = 20;
 
-/** Builds the fork request. The parent's bytes are never changed: its messages are a prefix of the fork's. */
-export function forkRequest(
-  parent: ForkParent,
+/**
+ * Builds the fork request. The parent's bytes are never changed: its messages are a prefix of the fork's.
+ * Parity is checked on the bytes that will be sent and returned with the fork; `requireParity` throws.
+ */
+export function forkRequest<B extends object = Json>(
+  parent: ForkParent<B>,
   instruction: string,
   options: ForkOptions = {},
-): ForkedRequest {
-  const body = structuredClone(parent.body) as Json;
+): ForkedRequest<B> {
+  const { format, bytes: parentBytes, value } = readParent(parent);
+  const body = structuredClone(value) as Json;
   if (options.stream !== undefined) body.stream = options.stream;
   let appendedAt: number;
-  if (parent.format === 'anthropic-messages') {
+  if (format === 'anthropic-messages') {
     const messages = [...((body.messages as Json[]) ?? [])];
     appendedAt = messages.length;
     const reply = parent.reply;
@@ -81,7 +113,7 @@ export function forkRequest(
     body.messages = messages;
     if (options.maxTokens !== undefined) body.max_tokens = options.maxTokens;
     placeBreakpoint(body, replyBlocks + 1, reply !== undefined ? 2 : 1);
-  } else if (parent.format === 'openai-chat') {
+  } else if (format === 'openai-chat') {
     const messages = [...((body.messages as Json[]) ?? [])];
     appendedAt = messages.length;
     if (parent.reply !== undefined) {
@@ -109,12 +141,10 @@ export function forkRequest(
   const headers: Record<string, string> = {};
   const beta = parent.headers?.['anthropic-beta'];
   if (beta) headers['anthropic-beta'] = beta;
-  const fork = { body, headers, appendedAt };
-  if (options.requireParity) {
-    const parity = verifyForkParity(parent, fork);
-    if (!parity.ok) throw new ForkParityError(parity);
-  }
-  return fork;
+  const bytes = Buffer.from(JSON.stringify(body));
+  const parity = verifyForkParity({ ...parent, format, body: parentBytes }, { body: bytes, headers });
+  if (options.requireParity && !parity.ok) throw new ForkParityError(parity);
+  return { format, body: body as B, bytes, headers, appendedAt, parity };
 }
 
 /**
@@ -143,15 +173,20 @@ function countMarkers(body: Json): number {
   return n;
 }
 
-/** What differs between a parent and its fork, before the fork's own part. */
-export interface ForkParity {
-  ok: boolean;
-  /** The first divergence of the cached prefix, if it comes before the fork's appended part. */
-  divergence: Divergence | null;
+/** What differs between a parent and its fork, before the fork's own part (the one decision shape). */
+export type ForkParity = (
+  | { ok: true; divergence: null }
+  | {
+      ok: false;
+      reason: string;
+      /** The first divergence of the cached prefix, if it comes before the fork's appended part. */
+      divergence: Divergence | null;
+    }
+) & {
   /** Non-message fields that differ (each one can change the cached prefix or the routing). */
   fields: string[];
   problems: string[];
-}
+};
 
 const MESSAGE_FIELDS = new Set([
   'messages',
@@ -163,36 +198,35 @@ const MESSAGE_FIELDS = new Set([
   'stream_options',
 ]);
 
-/** Checks a fork against its parent: the parent's messages must be a prefix of the fork's, fields equal. */
-export function verifyForkParity(
-  parent: ForkParent,
-  fork: Pick<ForkedRequest, 'body' | 'headers'>,
+/**
+ * Checks a fork against its parent on the bytes each sends (objects are serialized as the SDKs do): the
+ * parent's messages must be a prefix of the fork's, and every other field equal.
+ */
+export function verifyForkParity<B extends object>(
+  parent: ForkParent<B>,
+  fork: { body: object | Uint8Array | string; headers: Readonly<Record<string, string>> },
 ): ForkParity {
+  const p = readParent(parent);
+  const f = readParent({ format: p.format, body: fork.body });
   const fields: string[] = [];
-  const keys = new Set([...Object.keys(parent.body), ...Object.keys(fork.body)]);
+  const keys = new Set([...Object.keys(p.value), ...Object.keys(f.value)]);
   for (const k of keys) {
     if (MESSAGE_FIELDS.has(k)) continue;
     if (k === 'cache_control') continue;
-    if (stableJson(parent.body[k]) !== stableJson(fork.body[k])) fields.push(k);
+    if (stableJson(p.value[k]) !== stableJson(f.value[k])) fields.push(k);
   }
   const pb = parent.headers?.['anthropic-beta'] ?? '';
   const fb = fork.headers['anthropic-beta'] ?? '';
   if (pb !== fb) fields.push('anthropic-beta');
   const headers = (h: string) => (h ? { 'anthropic-beta': h } : undefined);
-  const a = parsePrefix(JSON.stringify(parent.body), {
-    format: parent.format,
-    ...(headers(pb) ? { headers: headers(pb) } : {}),
-  });
-  const b = parsePrefix(JSON.stringify(fork.body), {
-    format: parent.format,
-    ...(headers(fb) ? { headers: headers(fb) } : {}),
-  });
-  const cmp = comparePrefixes(a, b);
+  const a = parsePrefix(p.bytes, { format: p.format, ...(headers(pb) ? { headers: headers(pb) } : {}) });
+  const b = parsePrefix(f.bytes, { format: p.format, ...(headers(fb) ? { headers: headers(fb) } : {}) });
   // Appending messages never diverges; any divergence sits inside the parent's part.
-  const divergence = cmp.divergence;
+  const divergence = comparePrefixes(a, b).divergence;
   const problems = [
-    ...fields.map((f) => `${f} differs from the parent's`),
+    ...fields.map((x) => `${x} differs from the parent's`),
     ...(divergence ? [`the prefix diverges at block ${divergence.blockIndex} (${divergence.level})`] : []),
   ];
-  return { ok: problems.length === 0, divergence, fields, problems };
+  if (!problems.length) return { ok: true, divergence: null, fields, problems };
+  return { ok: false, reason: problems.join('; '), divergence, fields, problems };
 }

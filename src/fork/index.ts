@@ -7,6 +7,7 @@ export {
   type ForkOutcome,
   ForkRefusedError,
   type ForkReply,
+  type ForkTask,
   type ValidReply,
   validateReply,
 } from './background-forks.js';

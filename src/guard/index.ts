@@ -1,6 +1,7 @@
 // The `cacheward/guard` entry point: the tool gate for forks, the stale-state guard, and the CAS file store.
 // Background work that must never write stale state uses these; none of them calls a model.
 
+export type { Decision } from '../core/decision.js';
 export {
   CasConflictError,
   CasContext,

@@ -2,6 +2,7 @@
 // blocks a background write when the live conversation no longer matches the one the work was computed from.
 
 import { createHash } from 'node:crypto';
+import type { Decision } from '../core/decision.js';
 import { stableJson } from '../prefix/stable-json.js';
 
 /** The token of a message list: the same messages give the same token whatever their key order. */
@@ -9,7 +10,8 @@ export function snapshotToken(messages: readonly unknown[]): string {
   return createHash('sha256').update(stableJson(messages)).digest('hex');
 }
 
-export type StaleDecision = { ok: true } | { ok: false; reason: string };
+/** The one decision shape: the write may go ahead, or why not. */
+export type StaleDecision = Decision;
 
 /**
  * Whether a write computed from `snapshot` may be applied to `live`. Fails closed: missing live state,

@@ -1,6 +1,8 @@
 // ToolGate: a dispatch-time allow list for a fork's tool calls. The advertised tools stay as they are (so the
 // cached prefix holds); a call outside the list is refused with a message that names the allowed tools.
 
+import type { Decision } from '../core/decision.js';
+
 /** Decides whether a tool call writes. Pluggable; the default reads the name and batch forms. */
 export type WriteClassifier = (name: string, args: unknown) => boolean;
 
@@ -40,7 +42,8 @@ export interface ToolGateOptions {
   isWrite?: WriteClassifier;
 }
 
-export type GateDecision = { allowed: true } | { allowed: false; message: string };
+/** The one decision shape: `ok`, or `reason` (a message for the model that names the allowed tools). */
+export type GateDecision = Decision;
 
 export class ToolGate {
   private readonly allow: Set<string>;
@@ -56,16 +59,16 @@ export class ToolGate {
     const allowed = [...this.allow].join(', ') || '(none)';
     if (!this.allow.has(name)) {
       return {
-        allowed: false,
-        message: `Tool "${name}" is not available to this background task. Allowed tools: ${allowed}. Do not retry it; answer with what you have.`,
+        ok: false,
+        reason: `Tool "${name}" is not available to this background task. Allowed tools: ${allowed}. Do not retry it; answer with what you have.`,
       };
     }
     if (!this.options.allowWrites && this.isWrite(name, args)) {
       return {
-        allowed: false,
-        message: `Tool "${name}" would write, and this background task may not write. Allowed read-only tools: ${allowed}. Do not retry; return the change as your result instead.`,
+        ok: false,
+        reason: `Tool "${name}" would write, and this background task may not write. Allowed read-only tools: ${allowed}. Do not retry; return the change as your result instead.`,
       };
     }
-    return { allowed: true };
+    return { ok: true };
   }
 }

@@ -136,8 +136,32 @@ describe('verifyForkParity', () => {
         requireParity: true,
       }),
     ).not.toThrow();
+    if (parity.ok) throw new Error('unreachable');
     const bad = new ForkParityError(parity);
     expect(bad.code).toBe('CW_FORK_PARITY');
+    expect(bad.message).toContain('tools differs from the parent');
+    // The parity result always comes with the fork, and the format is decided when not given.
+    expect(fork.parity.ok).toBe(true);
+    expect(fork.format).toBe('anthropic-messages');
+    expect(forkRequest({ body }, 'Review.').format).toBe('anthropic-messages');
+    expect(forkRequest({ route: '/v1/messages', body: JSON.stringify(body) }, 'x').format).toBe(
+      'anthropic-messages',
+    );
+  });
+
+  it('takes the parent as the bytes it sent, and checks parity on the bytes the fork will send', () => {
+    const sent = Buffer.from(JSON.stringify(body, null, 2)); // pretty-printed: other bytes, same prefix
+    const fork = forkRequest({ body: sent }, 'Review.');
+    expect(fork.parity).toMatchObject({ ok: true, divergence: null, fields: [] });
+    expect(fork.bytes.equals(Buffer.from(JSON.stringify(fork.body)))).toBe(true);
+    // A fork whose bytes drop a tool is caught on the bytes, whatever object it came from.
+    const narrower = Buffer.from(JSON.stringify({ ...fork.body, tools: (body.tools as Json[]).slice(1) }));
+    const parity = verifyForkParity({ body: sent }, { body: narrower, headers: {} });
+    expect(parity.ok).toBe(false);
+    if (!parity.ok)
+      expect(parity.reason).toMatch(
+        /tools differs from the parent's; the prefix diverges at block 0 \(tools\)/,
+      );
   });
 
   it('keeps the parent readable under automatic caching when the fork part is longer than the lookback', () => {
@@ -147,7 +171,7 @@ describe('verifyForkParity', () => {
     };
     const reply = Array.from({ length: 25 }, (_, i) => ({ type: 'text', text: `part ${i}` }));
     const fork = forkRequest({ format: 'anthropic-messages', body: auto, reply }, 'Review.');
-    const messages = fork.body.messages as Array<{ content: Json[] }>;
+    const messages = (fork.body as Json).messages as Array<{ content: Json[] }>;
     const parentLast = messages[messages.length - 3]?.content;
     expect(parentLast?.[parentLast.length - 1]?.cache_control).toEqual({ type: 'ephemeral' });
     expect(verifyForkParity({ format: 'anthropic-messages', body: auto }, fork).ok).toBe(true);
@@ -155,40 +179,32 @@ describe('verifyForkParity', () => {
 });
 
 describe('BackgroundForks', () => {
+  const task = <T>(parent: string, run: (signal: AbortSignal) => Promise<T>, isCurrent = () => true) => ({
+    parent,
+    run,
+    isCurrent,
+    apply: () => {},
+  });
+
   it('allows one pending fork per parent, and no fork from a fork', async () => {
     const forks = new BackgroundForks();
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let inner: unknown;
     const done = forks.start(
-      'p',
-      async () => {
+      task('p', async () => {
         try {
-          forks.start(
-            'q',
-            async () => 1,
-            () => true,
-            () => {},
-          );
+          forks.start(task('q', async () => 1));
         } catch (err) {
           inner = err;
         }
         await gate;
         return 'ok';
-      },
-      () => true,
-      () => {},
+      }),
     );
-    expect(() =>
-      forks.start(
-        'p',
-        async () => 2,
-        () => true,
-        () => {},
-      ),
-    ).toThrow(/already has 1 pending/);
+    expect(() => forks.start(task('p', async () => 2))).toThrow(/already has 1 pending/);
     release();
-    expect(await done).toEqual({ status: 'applied', value: 'ok' });
+    expect(await done).toEqual({ ok: true, status: 'applied', value: 'ok' });
     expect(inner).toBeInstanceOf(ForkRefusedError);
     expect((inner as Error).message).toMatch(/a fork cannot start a fork/);
   });
@@ -202,68 +218,58 @@ describe('BackgroundForks', () => {
     });
     let applied = false;
     expect(
-      await forks.start(
-        'a',
-        async () => 'x',
-        () => false,
-        () => {
+      await forks.start({
+        parent: 'a',
+        run: async () => 'x',
+        isCurrent: () => false,
+        apply: () => {
           applied = true;
         },
-      ),
-    ).toMatchObject({ status: 'discarded' });
+      }),
+    ).toMatchObject({ ok: false, status: 'discarded', reason: expect.stringContaining('stale') });
     expect(applied).toBe(false);
     await forks.start(
-      'a',
-      async () => {
+      task('a', async () => {
         throw new Error('model said nothing');
-      },
-      () => true,
-      () => {},
+      }),
     );
     await forks.start(
-      'a',
-      async () => {
+      task('a', async () => {
         throw new Error('again');
-      },
-      () => true,
-      () => {},
+      }),
     );
     expect(forks.enabled).toBe(false);
-    expect(() =>
-      forks.start(
-        'a',
-        async () => 1,
-        () => true,
-        () => {},
-      ),
-    ).toThrow(/stopped after 2 consecutive failures/);
+    expect(() => forks.start(task('a', async () => 1))).toThrow(/stopped after 2 consecutive failures/);
     const other = new BackgroundForks({ cancelWaitMs: 50 });
     const slow = other.start(
-      'b',
-      (signal) =>
-        new Promise((_r, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))),
-      () => true,
-      () => {},
+      task(
+        'b',
+        (signal) =>
+          new Promise((_r, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))),
+      ),
     );
     const t0 = performance.now();
     await other.close();
     expect(performance.now() - t0).toBeLessThan(1000);
-    expect(await slow).toEqual({ status: 'cancelled' });
+    expect(await slow).toMatchObject({ ok: false, status: 'cancelled' });
     expect(outcomes).toEqual(['discarded', 'failed', 'failed']);
   });
 
   it('validates replies: text, or one declared result read as data', () => {
     expect(validateReply({ content: [{ type: 'text', text: ' note ' }] })).toEqual({
+      ok: true,
       kind: 'text',
       text: 'note',
     });
     expect(
       validateReply({ content: [{ type: 'tool_use', name: 'record', input: { a: 1 } }] }, 'record'),
-    ).toEqual({ kind: 'result', data: { a: 1 } });
+    ).toEqual({ ok: true, kind: 'result', data: { a: 1 } });
     expect(
-      validateReply({ content: [{ type: 'tool_use', name: 'Bash', input: { cmd: 'rm -rf /' } }] }, 'record')
-        .kind,
-    ).toBe('invalid');
-    expect(validateReply({ content: [{ type: 'text', text: '  ' }] }).kind).toBe('invalid');
+      validateReply({ content: [{ type: 'tool_use', name: 'Bash', input: { cmd: 'rm -rf /' } }] }, 'record'),
+    ).toMatchObject({ ok: false, reason: expect.stringContaining('called Bash') });
+    expect(validateReply({ content: [{ type: 'text', text: '  ' }] })).toEqual({
+      ok: false,
+      reason: 'the reply is empty',
+    });
   });
 });

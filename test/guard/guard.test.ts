@@ -13,10 +13,10 @@ const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
 describe('ToolGate', () => {
   it('refuses tools outside the allow list, naming the allowed ones and saying not to retry', () => {
     const gate = new ToolGate({ allow: ['Read', 'Grep'] });
-    expect(gate.check('Read', { path: 'a' })).toEqual({ allowed: true });
+    expect(gate.check('Read', { path: 'a' })).toEqual({ ok: true });
     const no = gate.check('Bash', { cmd: 'ls' });
-    expect(no.allowed).toBe(false);
-    expect(!no.allowed && no.message).toMatch(/Allowed tools: Read, Grep\. Do not retry/);
+    expect(no.ok).toBe(false);
+    expect(!no.ok && no.reason).toMatch(/Allowed tools: Read, Grep\. Do not retry/);
   });
 
   it('classifies writes, batch forms included, and takes a custom classifier', () => {
@@ -28,13 +28,13 @@ describe('ToolGate', () => {
     expect(defaultIsWrite('skillManage', { operations: [{ op: 'read' }, { op: 'list' }] })).toBe(false);
     expect(defaultIsWrite('Read', { path: 'a' })).toBe(false);
     const gate = new ToolGate({ allow: ['memory'] });
-    expect(gate.check('memory', { operations: [{ op: 'create' }] }).allowed).toBe(false);
+    expect(gate.check('memory', { operations: [{ op: 'create' }] }).ok).toBe(false);
     const custom = new ToolGate({
       allow: ['memory'],
       isWrite: (_n, a) => (a as { mode?: string }).mode === 'w',
     });
-    expect(custom.check('memory', { mode: 'r' }).allowed).toBe(true);
-    expect(custom.check('memory', { mode: 'w' }).allowed).toBe(false);
+    expect(custom.check('memory', { mode: 'r' }).ok).toBe(true);
+    expect(custom.check('memory', { mode: 'w' }).ok).toBe(false);
   });
 });
 
