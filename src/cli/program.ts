@@ -6,9 +6,11 @@ import { CachewardError } from '../core/errors.js';
 import { VERSION } from '../core/version.js';
 import { registerDemo } from './commands/demo.js';
 import { registerDiff } from './commands/diff.js';
+import { registerPrices } from './commands/prices.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerReplay } from './commands/replay.js';
 import { registerReport } from './commands/report.js';
+import { registerShow } from './commands/show.js';
 import { registerSim } from './commands/sim.js';
 import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { type CliIO, processIO } from './io.js';
@@ -38,6 +40,8 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
   registerProxy(program, io, setExit);
   registerReport(program, io, setExit);
   registerReplay(program, io, setExit);
+  registerPrices(program, io, setExit);
+  registerShow(program, io, setExit);
   for (const cmd of program.commands) cmd.exitOverride();
   try {
     await program.parseAsync([...argv], { from: 'user' });
