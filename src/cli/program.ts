@@ -10,6 +10,7 @@ import { registerPrices } from './commands/prices.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerReplay } from './commands/replay.js';
 import { registerReport } from './commands/report.js';
+import { registerRun } from './commands/run.js';
 import { registerShow } from './commands/show.js';
 import { registerSim } from './commands/sim.js';
 import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
@@ -28,6 +29,8 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
     .name('cacheward')
     .description('Keeps LLM prompt caches warm: see, price and fix every cache miss.')
     .version(VERSION, '-v, --version')
+    // `cacheward run [options] -- COMMAND --its-own-flags`: options after the command are the command's.
+    .enablePositionalOptions()
     .showHelpAfterError('(add --help for usage)')
     .exitOverride()
     .configureOutput({
@@ -42,6 +45,7 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
   registerReplay(program, io, setExit);
   registerPrices(program, io, setExit);
   registerShow(program, io, setExit);
+  registerRun(program, io, setExit);
   for (const cmd of program.commands) cmd.exitOverride();
   try {
     await program.parseAsync([...argv], { from: 'user' });

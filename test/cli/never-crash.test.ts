@@ -70,6 +70,7 @@ describe('piping into head (EPIPE) ends quietly with exit 0', () => {
     ['prices --example', ['prices', '--example']],
     ['sim', ['sim', '--port', '0']],
     ['proxy', ['proxy', '--port', '0', '--dir', tmp('proxy')]],
+    ['run', ['run', '--sim', '--dir', tmp('run'), '--', process.execPath, '-e', '0']],
     ['--help', ['--help']],
     ['--version', ['--version']],
   ];
@@ -87,6 +88,7 @@ describe('piping into head (EPIPE) ends quietly with exit 0', () => {
         'show',
         'sim',
         'proxy',
+        'run',
         'prices',
       ]),
     );
