@@ -1,6 +1,5 @@
-// The short summary `cacheward run` prints when the agent ends: requests, hit rate, spend, waste, the top
-// causes each with the analyzer's sentence for its costliest miss, and the command for the full report.
-// It formats the analyzer's result; it never computes a cause or a price itself.
+// What `cacheward run` prints at the end: requests, hit rate, spend, waste, top causes, the report command.
+// It formats the analyzer's result (its sentences too); it never computes a cause or a price itself.
 
 import type { AnalysisResult } from '../analyze/analyze-captures.js';
 import { formatUsd } from '../analyze/describe-miss.js';

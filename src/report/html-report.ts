@@ -1,6 +1,5 @@
-// Renders an analysis as one self-contained HTML file (inline CSS and SVG, no scripts, no network): tokens
-// per request grouped by session with misses marked by cause, waste by cause, sessions, forks, the misses.
-// It lays out what the analyzer found; it never classifies or prices anything itself.
+// Renders an analysis as one self-contained HTML file (inline CSS and SVG, no scripts, no network).
+// It lays out what the analyzer found; it never classifies or prices anything, and never loads an asset.
 
 import type { AnalysisResult, AnalyzedRequest, BustCause } from '../analyze/analyze-captures.js';
 import { formatUsd } from '../analyze/describe-miss.js';

@@ -1,6 +1,5 @@
-// `cacheward run [proxy options] -- COMMAND [ARGS…]`: the agent under the proxy in one command. The proxy
-// (and with --sim the simulator) runs in-process on loopback; the agent gets their URLs in its environment;
-// at the end the analyzer reports on this run's captures. cacheward exits with the agent's exit code.
+// `cacheward run [options] -- COMMAND…`: the agent under an in-process loopback proxy (--sim: and simulator).
+// It exits with the agent's code and summarizes only this run's captures; it never touches the agent's stdio.
 
 import { basename } from 'node:path';
 import type { Command } from 'commander';
