@@ -32,7 +32,7 @@ export function runSummary(
   if (t.unpricedModels.length)
     out.push(
       s.yellow(
-        `  not priced: ${t.unpricedModels.join(', ')} (${t.unpricedRequests} requests; add --prices FILE)`,
+        `  not priced: ${t.unpricedModels.join(', ')} (${t.unpricedRequests} request${t.unpricedRequests === 1 ? '' : 's'}; add --prices FILE)`,
       ),
     );
   const causes = a.byCause.filter((c) => c.cause !== 'cold_start').slice(0, topCauses);

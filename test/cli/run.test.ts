@@ -197,6 +197,14 @@ describe('the environment and arguments the agent gets', () => {
       'openai_base_url="http://elsewhere"',
       'exec',
     ]);
+    expect(agentArgs('/usr/bin/node', ['/x/@openai/codex/bin/codex.js', 'exec', 'hi'], url)).toEqual([
+      '/x/@openai/codex/bin/codex.js',
+      '-c',
+      `openai_base_url="${url}/v1"`,
+      'exec',
+      'hi',
+    ]);
     expect(agentArgs('claude', ['-p', 'hi'], url)).toEqual(['-p', 'hi']);
+    expect(agentArgs('node', ['agent.mjs', 'codex'], url)).toEqual(['agent.mjs', 'codex']);
   });
 });

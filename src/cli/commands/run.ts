@@ -47,13 +47,17 @@ export function agentEnv(base: NodeJS.ProcessEnv, proxyUrl: string, sim: boolean
 }
 
 /**
- * The agent's arguments. Codex (0.115 and later) prefers `openai_base_url` in its config to the
- * OPENAI_BASE_URL variable, so a `codex` command also gets it as a `-c` override, unless it sets one itself.
+ * The agent's arguments. Codex ignores OPENAI_BASE_URL for its built-in provider (0.171 looks up
+ * api.openai.com regardless), so a codex command, run directly or as `node …/codex.js`, also gets the
+ * proxy as a `-c openai_base_url=…` override, unless it sets one itself.
  */
 export function agentArgs(command: string, args: readonly string[], proxyUrl: string): string[] {
-  const name = basename(command).replace(/\.(c?js|mjs|exe|cmd)$/, '');
-  if (name !== 'codex' || args.some((a) => a.includes('openai_base_url'))) return [...args];
-  return ['-c', `openai_base_url="${proxyUrl}/v1"`, ...args];
+  const isCodex = (p: string | undefined) =>
+    !!p && basename(p).replace(/\.(c?js|mjs|exe|cmd)$/, '') === 'codex';
+  const viaNode = /^(node|nodejs)(\.exe)?$/.test(basename(command)) && isCodex(args[0]);
+  if ((!isCodex(command) && !viaNode) || args.some((a) => a.includes('openai_base_url'))) return [...args];
+  const override = ['-c', `openai_base_url="${proxyUrl}/v1"`];
+  return viaNode ? [args[0] as string, ...override, ...args.slice(1)] : [...override, ...args];
 }
 
 export function registerRun(program: Command, io: CliIO, setExit: (code: number) => void): void {
@@ -75,11 +79,12 @@ export function registerRun(program: Command, io: CliIO, setExit: (code: number)
       'after',
       `
 The agent runs with ANTHROPIC_BASE_URL=<proxy> and OPENAI_BASE_URL=<proxy>/v1 (Claude Code, Codex, the
-official SDKs), CACHEWARD_PROXY_URL=<proxy>, and for \`codex\` also -c openai_base_url=<proxy>/v1. With --sim,
-an agent without keys gets placeholder ANTHROPIC_API_KEY, OPENAI_API_KEY and CODEX_API_KEY, and
-CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1. stdio is the agent's; cacheward writes only to stderr.
-SIGTERM, SIGHUP and SIGUSR2 are passed on; SIGINT and SIGQUIT too unless stdin is a terminal (Ctrl-C
-reaches the agent directly). The exit code is the agent's (128 + N when signal N ended it).
+official SDKs) and CACHEWARD_PROXY_URL=<proxy>; codex, which ignores OPENAI_BASE_URL, also gets
+-c openai_base_url=<proxy>/v1. With --sim, an agent without keys gets placeholder ANTHROPIC_API_KEY,
+OPENAI_API_KEY and CODEX_API_KEY, and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1. stdio is the agent's;
+cacheward writes only to stderr. SIGTERM, SIGHUP and SIGUSR2 are passed on; SIGINT and SIGQUIT too
+unless stdin is a terminal (Ctrl-C reaches the agent directly). The exit code is the agent's (128 + N
+when signal N ended it).
 
   cacheward run --sim -- claude -p "fix the failing test"
   cacheward run --fix tools-freeze --capture full -- codex exec "summarize this repo"`,
@@ -123,7 +128,7 @@ reaches the agent directly). The exit code is the agent's (128 + N when signal N
         const exit = await runChild(cmd, agentArgs(cmd, args, url), agentEnv(process.env, url, !!sim), () =>
           io.err(
             s.dim(
-              `cacheward run: ${cmd} through ${url} → ${sim ? 'the simulator (offline)' : `${h.upstreams.anthropic}, ${h.upstreams.openai}`}; capture ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}${h.fixes.length ? `; fixes ${h.fixes.join(', ')}` : ''}`,
+              `cacheward run: ${basename(cmd)} through ${url} → ${sim ? 'the simulator (offline)' : `${h.upstreams.anthropic}, ${h.upstreams.openai}`}; capture ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}${h.fixes.length ? `; fixes ${h.fixes.join(', ')}` : ''}`,
             ),
           ),
         );
