@@ -1,12 +1,29 @@
 #!/usr/bin/env node
-// The `cacheward` executable: runs the CLI and exits with its code.
+// The `cacheward` executable: runs the CLI and exits with its code; a reader that went away (EPIPE) ends it quietly.
 // Nothing else lives here, so every command can be tested in-process through runCli.
 
 import { runCli } from './program.js';
+import { requestStop } from './stop-signal.js';
+
+let stdoutClosed = false;
+// `cacheward report … | head`: once the reader is gone, nothing more is worth printing. A server closes
+// and flushes first (its command is waiting for a stop); any other command ends at once. Exit 0 either way.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (stdoutClosed) return;
+  if (err.code !== 'EPIPE') {
+    process.stderr.write(`cacheward: cannot write to stdout: ${err.message}\n`);
+    process.exit(2);
+  }
+  stdoutClosed = true;
+  process.exitCode = 0;
+  if (!requestStop('EPIPE')) process.exit(0);
+});
+// Nobody reads stderr any more: keep going silently rather than crash on a diagnostic.
+process.stderr.on('error', () => {});
 
 runCli(process.argv.slice(2)).then(
   (code) => {
-    process.exitCode = code;
+    process.exitCode = stdoutClosed ? 0 : code;
   },
   (err: unknown) => {
     process.stderr.write(`cacheward: ${String(err)}\n`);

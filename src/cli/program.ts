@@ -6,9 +6,12 @@ import { CachewardError } from '../core/errors.js';
 import { VERSION } from '../core/version.js';
 import { registerDemo } from './commands/demo.js';
 import { registerDiff } from './commands/diff.js';
+import { registerPrices } from './commands/prices.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerReplay } from './commands/replay.js';
 import { registerReport } from './commands/report.js';
+import { registerRun } from './commands/run.js';
+import { registerShow } from './commands/show.js';
 import { registerSim } from './commands/sim.js';
 import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { type CliIO, processIO } from './io.js';
@@ -26,6 +29,8 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
     .name('cacheward')
     .description('Keeps LLM prompt caches warm: see, price and fix every cache miss.')
     .version(VERSION, '-v, --version')
+    // `cacheward run [options] -- COMMAND --its-own-flags`: options after the command are the command's.
+    .enablePositionalOptions()
     .showHelpAfterError('(add --help for usage)')
     .exitOverride()
     .configureOutput({
@@ -38,6 +43,9 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
   registerProxy(program, io, setExit);
   registerReport(program, io, setExit);
   registerReplay(program, io, setExit);
+  registerPrices(program, io, setExit);
+  registerShow(program, io, setExit);
+  registerRun(program, io, setExit);
   for (const cmd of program.commands) cmd.exitOverride();
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -5,7 +5,12 @@ import { readFile } from 'node:fs/promises';
 import { CachewardError, JsonSyntaxError, WireFormatError } from '../core/errors.js';
 import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { byteToPosition, parseSpan, scanJson } from '../wire/json-scan.js';
-import { parseRequestBody, type WireFormat } from '../wire/request-body.js';
+import {
+  detectBodyFormat,
+  formatFromRoute,
+  parseRequestBody,
+  type WireFormat,
+} from '../wire/request-body.js';
 
 /** A file the CLI could not use: the message names the file, and the line and column where known. */
 export class InputError extends CachewardError {
@@ -35,12 +40,32 @@ export async function readRequestFile(
     const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message;
     throw new InputError(`${path}: cannot read: ${reason}`, { cause: err });
   }
+  return parseRequestBytes(bytes, path, builder, options);
+}
+
+/** What a request's bytes came with: its route and the headers that shape the prefix (a capture record's). */
+export interface RequestContext {
+  route?: string;
+  headers?: Record<string, string>;
+}
+
+/**
+ * Parses request bytes (a body or an exchange wrapper) into a prefix; `label` names them in errors.
+ * A `--format` that contradicts the route or what the body plainly is, is refused naming the real format.
+ */
+export function parseRequestBytes(
+  bytes: Uint8Array,
+  label: string,
+  builder: PrefixBuilder,
+  options: ReadRequestOptions = {},
+  context: RequestContext = {},
+): Prefix {
   let offset = 0;
   try {
     const root = scanJson(bytes, { members: {} });
     let body = bytes;
-    let route: string | undefined;
-    let headers: Record<string, string> | undefined;
+    let route = context.route;
+    let headers = context.headers;
     const bodyNode = root.type === 'object' ? root.members.get('body') : undefined;
     if (
       root.type === 'object' &&
@@ -55,6 +80,7 @@ export async function readRequestFile(
       const h = root.members.get('headers');
       if (h) headers = parseSpan(bytes, h.start, h.end) as Record<string, string>;
     }
+    if (options.format) checkFormat(body, label, options.format, route);
     const opts = {
       ...(options.format ? { format: options.format } : {}),
       ...(route ? { route } : {}),
@@ -64,17 +90,31 @@ export async function readRequestFile(
   } catch (err) {
     if (err instanceof JsonSyntaxError) {
       const p = byteToPosition(bytes, err.position.offset + offset);
-      throw new InputError(`${path}:${p.line}:${p.column}: invalid JSON (byte ${p.offset}): ${err.detail}`, {
+      throw new InputError(`${label}:${p.line}:${p.column}: invalid JSON (byte ${p.offset}): ${err.detail}`, {
         cause: err,
       });
     }
     if (err instanceof WireFormatError) {
       const p = err.position ? byteToPosition(bytes, err.position.offset + offset) : undefined;
-      const where = p ? `${path}:${p.line}:${p.column}` : path;
+      const where = p ? `${label}:${p.line}:${p.column}` : label;
       throw new InputError(`${where}: not a request body: ${err.path}: ${err.detail}`, { cause: err });
     }
     throw err;
   }
+}
+
+/** `--format F` on a body that is plainly another format would compare the wrong blocks: refuse it. */
+function checkFormat(body: Uint8Array, label: string, format: WireFormat, route: string | undefined): void {
+  const fromRoute = formatFromRoute(route);
+  if (fromRoute && fromRoute !== format)
+    throw new InputError(
+      `${label}: --format ${format}, but its route ${route} carries ${fromRoute}; drop --format or pass --format ${fromRoute}`,
+    );
+  const detected = detectBodyFormat(body);
+  if (detected.decisive && detected.format !== format)
+    throw new InputError(
+      `${label}: --format ${format}, but this body is ${detected.format} (detected from its fields); drop --format or pass --format ${detected.format}`,
+    );
 }
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<Uint8Array> {

@@ -1,8 +1,9 @@
-// Renders an analysis as one self-contained HTML file (inline CSS and SVG, no scripts, no network): tokens
-// per request over time with misses marked by cause, waste by cause, sessions and forks, the miss list.
+// Renders an analysis as one self-contained HTML file (inline CSS and SVG, no scripts, no network).
+// It lays out what the analyzer found; it never classifies or prices anything, and never loads an asset.
 
-import type { AnalysisResult, BustCause } from '../analyze/analyze-captures.js';
-import { clockTime, formatUsd } from '../analyze/describe-miss.js';
+import type { AnalysisResult, AnalyzedRequest, BustCause } from '../analyze/analyze-captures.js';
+import { formatUsd } from '../analyze/describe-miss.js';
+import { clockTimeMs, missLine } from './miss-line.js';
 
 const esc = (s: string) =>
   s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -23,45 +24,113 @@ export const CAUSE_COLORS: Record<BustCause, string> = {
   unexplained: '#495057',
 };
 
+/** Width of a text in the page's 11-12 px sans-serif, generously: labels are laid out, not measured. */
+const textWidth = (s: string, px = 11) => Math.ceil(s.length * px * 0.62);
+const SIN = Math.sin((55 * Math.PI) / 180);
+const COS = Math.cos((55 * Math.PI) / 180);
+
+/** An SVG that shrinks to its container down to `minWidth`, then scrolls: readable at 760 px and wide. */
+const svgOpen = (label: string, W: number, H: number, minWidth: number) =>
+  `<svg role="img" aria-label="${esc(label)}" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" style="max-width:100%;height:auto;min-width:${Math.min(W, minWidth)}px">`;
+
+/** Requests in groups, one per session (in order of first request), each in time order. */
+function bySession(rows: readonly AnalyzedRequest[]): Array<[string, AnalyzedRequest[]]> {
+  const groups = new Map<string, AnalyzedRequest[]>();
+  for (const r of rows) {
+    const g = groups.get(r.session);
+    if (g) g.push(r);
+    else groups.set(r.session, [r]);
+  }
+  return [...groups.entries()];
+}
+
+function requestTitle(r: AnalyzedRequest): string {
+  const u = r.usage;
+  const parts = [`${r.session}, turn ${r.turn}, ${clockTimeMs(r.time)} UTC${r.model ? `, ${r.model}` : ''}`];
+  if (u)
+    parts.push(
+      `read ${n.format(u.cacheRead)}, written ${n.format(u.cacheWrite)}, uncached ${n.format(u.uncached)} input tokens`,
+    );
+  if (r.cost) parts.push(`cost ${formatUsd(r.cost.total)}`);
+  if (r.miss)
+    parts.push(
+      r.miss.cause === 'cold_start'
+        ? 'cold start (first write)'
+        : `${r.miss.cause}: ${n.format(r.miss.rewrittenTokens)} tokens re-written, ${formatUsd(r.miss.waste)} wasted`,
+    );
+  if (r.fork) parts.push('a fork');
+  return parts.join('\n');
+}
+
 function tokensChart(a: AnalysisResult): string {
   const rows = a.requests.filter((r) => r.usage?.cacheReported);
   if (!rows.length) return '<p>No request reported cache fields.</p>';
-  const W = Math.max(640, Math.min(2400, rows.length * 14 + 80)) + 90;
-  const H = 340;
-  const top = 110;
-  const bottom = 40;
+  const groups = bySession(rows);
+  const marked = rows.filter((r) => r.miss && r.miss.cause !== 'cold_start');
+  const longestCause = Math.max(0, ...marked.map((r) => textWidth(r.miss?.cause ?? '')));
+  const bw = Math.max(4, Math.min(22, 1400 / rows.length - 2));
+  const gap = 14;
   const left = 70;
+  const legendH = 28;
+  // Room above the bars for the rotated cause names, and to the right for the last one's tail.
+  const top = legendH + 24 + Math.ceil(longestCause * SIN);
+  const plotH = 200;
+  const sessionLabel = (g: AnalyzedRequest[], name: string) => g.length * (bw + 2) >= textWidth(name) + 4;
+  const rotatedSessions = groups.filter(([name, g]) => !sessionLabel(g, name));
+  const longestSession = Math.max(0, ...rotatedSessions.map(([name]) => textWidth(name)));
+  const bottom = 26 + Math.ceil(longestSession * Math.sin((40 * Math.PI) / 180)) + 12;
+  const plotW = rows.length * (bw + 2) + (groups.length - 1) * gap;
+  const W = Math.max(left + plotW + Math.ceil(longestCause * COS) + 24, left + 470);
+  const H = top + plotH + bottom;
   const max = Math.max(...rows.map((r) => r.usage?.inputTotal ?? 0), 1);
-  const bw = Math.max(3, (W - left - 10) / rows.length - 2);
-  const y = (v: number) => top + (H - top - bottom) * (1 - v / max);
+  const y = (v: number) => top + plotH * (1 - v / max);
   const parts: string[] = [];
-  for (const [i, r] of rows.entries()) {
-    const u = r.usage;
-    if (!u) continue;
-    const x = left + i * (bw + 2);
-    let base = 0;
-    for (const [v, color] of [
-      [u.cacheRead, '#4c9be8'],
-      [u.cacheWrite, '#f08c00'],
-      [u.uncached, '#adb5bd'],
-    ] as const) {
-      if (v > 0)
-        parts.push(
-          `<rect x="${x.toFixed(1)}" y="${y(base + v).toFixed(1)}" width="${bw.toFixed(1)}" height="${(y(base) - y(base + v)).toFixed(1)}" fill="${color}"/>`,
+  let x = left;
+  for (const [name, g] of groups) {
+    const start = x;
+    for (const r of g) {
+      const u = r.usage;
+      if (!u) continue;
+      const bar: string[] = [];
+      let base = 0;
+      for (const [v, color] of [
+        [u.cacheRead, '#4c9be8'],
+        [u.cacheWrite, '#f08c00'],
+        [u.uncached, '#adb5bd'],
+      ] as const) {
+        if (v > 0)
+          bar.push(
+            `<rect x="${x.toFixed(1)}" y="${y(base + v).toFixed(1)}" width="${bw.toFixed(1)}" height="${(y(base) - y(base + v)).toFixed(1)}" fill="${color}"/>`,
+          );
+        base += v;
+      }
+      if (r.miss && r.miss.cause !== 'cold_start') {
+        const c = CAUSE_COLORS[r.miss.cause];
+        const cx = x + bw / 2;
+        bar.push(`<circle cx="${cx.toFixed(1)}" cy="${(y(base) - 8).toFixed(1)}" r="5" fill="${c}"/>`);
+        const lx = (cx + 3).toFixed(1);
+        const ly = (y(base) - 16).toFixed(1);
+        bar.push(
+          `<text x="${lx}" y="${ly}" font-size="11" fill="${c}" transform="rotate(-55 ${lx} ${ly})">${esc(r.miss.cause)}</text>`,
         );
-      base += v;
-    }
-    if (r.miss && r.miss.cause !== 'cold_start') {
-      const c = CAUSE_COLORS[r.miss.cause];
+      }
+      // The hit area spans the whole column, so the tooltip shows wherever the pointer is over it.
       parts.push(
-        `<circle cx="${(x + bw / 2).toFixed(1)}" cy="${(y(base) - 8).toFixed(1)}" r="5" fill="${c}"/>`,
+        `<g class="bar"><title>${esc(requestTitle(r))}</title><rect x="${x.toFixed(1)}" y="${top}" width="${bw.toFixed(1)}" height="${plotH}" fill="transparent"/>${bar.join('')}</g>`,
       );
-      const lx = (x + bw / 2 + 3).toFixed(1);
-      const ly = (y(base) - 16).toFixed(1);
-      parts.push(
-        `<text x="${lx}" y="${ly}" font-size="11" fill="${c}" transform="rotate(-55 ${lx} ${ly})">${esc(r.miss.cause)}</text>`,
-      );
+      x += bw + 2;
     }
+    const end = x - 2;
+    const ly = top + plotH + 16;
+    parts.push(
+      `<line x1="${start.toFixed(1)}" x2="${end.toFixed(1)}" y1="${top + plotH + 4}" y2="${top + plotH + 4}" stroke="#868e96"/>`,
+    );
+    parts.push(
+      sessionLabel(g, name)
+        ? `<text x="${start.toFixed(1)}" y="${ly}" font-size="11"><title>${esc(name)}: ${g.length} requests</title>${esc(name)}</text>`
+        : `<text x="${start.toFixed(1)}" y="${ly}" font-size="11" transform="rotate(40 ${start.toFixed(1)} ${ly})"><title>${esc(name)}: ${g.length} requests</title>${esc(name)}</text>`,
+    );
+    x += gap;
   }
   const axis = [0, 0.5, 1]
     .map(
@@ -76,29 +145,83 @@ function tokensChart(a: AnalysisResult): string {
   ]
     .map(
       ([c, l], i) =>
-        `<rect x="${left + i * 150}" y="6" width="12" height="12" fill="${c}"/><text x="${left + i * 150 + 18}" y="16" font-size="12">${l}</text>`,
+        `<rect x="${left + i * 140}" y="6" width="12" height="12" fill="${c}"/><text x="${left + i * 140 + 18}" y="16" font-size="12">${l}</text>`,
     )
     .join('');
-  const firstT = clockTime(rows[0]?.time ?? 0);
-  const lastT = clockTime(rows[rows.length - 1]?.time ?? 0);
-  return `<svg role="img" aria-label="input tokens per request" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">${legend}${axis}${parts.join('')}<text x="${left}" y="${H - 12}" font-size="11">${firstT} UTC</text><text x="${W - 10}" y="${H - 12}" font-size="11" text-anchor="end">${lastT} UTC · ${rows.length} requests</text></svg>`;
+  const dot = `<circle cx="${left + 426}" cy="12" r="5" fill="#495057"/><text x="${left + 436}" y="16" font-size="12">a miss, named by cause</text>`;
+  return `${svgOpen('input tokens per request, grouped by session', W, H, 640)}${legend}${dot}${axis}${parts.join('')}</svg><p><small>${rows.length} requests in ${groups.length} session${groups.length === 1 ? '' : 's'}, each session in time order; hover a bar for its tokens, cost and cause.</small></p>`;
 }
 
 function wasteChart(a: AnalysisResult): string {
   const causes = a.byCause.filter((c) => c.cause !== 'cold_start');
   if (!causes.length) return '<p>No re-written prefixes.</p>';
   const max = Math.max(...causes.map((c) => c.waste), 1e-9);
-  const W = 720;
+  const label = (c: (typeof causes)[number]) =>
+    `${formatUsd(c.waste)} · ${c.misses} miss${c.misses === 1 ? '' : 'es'} · ${n.format(c.rewrittenTokens)} tokens`;
+  const nameW = Math.max(...causes.map((c) => textWidth(c.cause, 12))) + 16;
+  const barMax = 300;
+  const W = nameW + barMax + Math.max(...causes.map((c) => textWidth(label(c), 12))) + 24;
   const rowH = 26;
   const H = causes.length * rowH + 10;
   const bars = causes
     .map((c, i) => {
-      const w = Math.max(2, (c.waste / max) * 380);
+      const w = Math.max(2, (c.waste / max) * barMax);
       const yy = 5 + i * rowH;
-      return `<text x="170" y="${yy + 16}" font-size="12" text-anchor="end">${esc(c.cause)}</text><rect x="180" y="${yy + 4}" width="${w.toFixed(1)}" height="16" fill="${CAUSE_COLORS[c.cause]}"/><text x="${(186 + w).toFixed(1)}" y="${yy + 16}" font-size="12">${formatUsd(c.waste)} · ${c.misses} miss${c.misses === 1 ? '' : 'es'} · ${n.format(c.rewrittenTokens)} tokens</text>`;
+      return `<g class="bar"><title>${esc(c.cause)}: ${esc(label(c))} re-written</title><rect x="0" y="${yy}" width="${W}" height="${rowH - 2}" fill="transparent"/><text x="${nameW - 8}" y="${yy + 16}" font-size="12" text-anchor="end">${esc(c.cause)}</text><rect x="${nameW}" y="${yy + 4}" width="${w.toFixed(1)}" height="16" fill="${CAUSE_COLORS[c.cause]}"/><text x="${(nameW + 6 + w).toFixed(1)}" y="${yy + 16}" font-size="12">${esc(label(c))}</text></g>`;
     })
     .join('');
-  return `<svg role="img" aria-label="waste by cause" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">${bars}</svg>`;
+  return `${svgOpen('waste by cause', W, H, 560)}${bars}</svg>`;
+}
+
+const pct = (read: number, input: number) => (input ? `${((read / input) * 100).toFixed(1)}%` : 'n/a');
+
+/** Each session's requests in a collapsible table (no script: details/summary). */
+function requestTables(a: AnalysisResult): string {
+  const MAX_ROWS = 1000;
+  const rows = bySession(a.requests);
+  if (!rows.length) return '<p>None.</p>';
+  const summary = new Map(a.sessions.map((s) => [s.session, s]));
+  return rows
+    .map(([name, list]) => {
+      const s = summary.get(name);
+      const head = s
+        ? `${esc(name)}: ${n.format(s.requests)} request${s.requests === 1 ? '' : 's'}, hit rate ${pct(s.readTokens, s.inputTokens)}, spend ${formatUsd(s.cost)}, waste ${formatUsd(s.waste)}`
+        : esc(name);
+      const body = list
+        .slice(0, MAX_ROWS)
+        .map((r) => {
+          const u = r.usage;
+          const cause = r.miss
+            ? `<span class="dot" style="background:${CAUSE_COLORS[r.miss.cause]}"></span>${esc(r.miss.cause)}`
+            : r.fork
+              ? 'fork, read its parent'
+              : '';
+          return `<tr><td>${r.turn}</td><td>${clockTimeMs(r.time)}</td><td>${esc(r.model ?? '?')}</td><td>${u ? n.format(u.cacheRead) : '-'}</td><td>${u ? n.format(u.cacheWrite) : '-'}</td><td>${u ? n.format(u.uncached) : '-'}</td><td>${r.cost ? formatUsd(r.cost.total) : 'unpriced'}</td><td class="l">${cause}</td></tr>`;
+        })
+        .join('');
+      const more =
+        list.length > MAX_ROWS
+          ? `<p><small>… and ${n.format(list.length - MAX_ROWS)} more requests (--json has them all).</small></p>`
+          : '';
+      return `<details><summary>${head}</summary><div class="scroll"><table><tr><th>turn</th><th>time (UTC)</th><th>model</th><th>read</th><th>written</th><th>uncached</th><th>cost</th><th class="l">miss</th></tr>${body}</table></div>${more}</details>`;
+    })
+    .join('');
+}
+
+/** Forks named by session and turn, their parents too (the request id stays in a tooltip). */
+function forkList(a: AnalysisResult): string {
+  const where = new Map(a.requests.map((r) => [r.id, r]));
+  const name = (id: string | undefined) => {
+    const r = id ? where.get(id) : undefined;
+    return r ? `${esc(r.session)} turn ${r.turn}` : esc(id ?? '?');
+  };
+  return a.requests
+    .filter((r) => r.fork)
+    .map(
+      (r) =>
+        `<li title="${esc(r.id)} forked from ${esc(r.fork?.parent ?? '?')}"><b>${name(r.id)}</b> forked from ${name(r.fork?.parent)}${r.miss ? ` — ${esc(r.miss.cause)}` : ' — read its parent’s cache'}</li>`,
+    )
+    .join('');
 }
 
 export function renderHtmlReport(a: AnalysisResult): string {
@@ -106,21 +229,15 @@ export function renderHtmlReport(a: AnalysisResult): string {
   const sessions = a.sessions
     .map(
       (s) =>
-        `<tr><td>${esc(s.session)}</td><td>${s.requests}</td><td>${s.forks}</td><td>${s.inputTokens ? ((s.readTokens / s.inputTokens) * 100).toFixed(1) : 'n/a'}%</td><td>${formatUsd(s.cost)}</td><td>${formatUsd(s.waste)}</td></tr>`,
+        `<tr><td>${esc(s.session)}</td><td>${s.requests}</td><td>${s.forks}</td><td>${pct(s.readTokens, s.inputTokens)}</td><td>${formatUsd(s.cost)}</td><td>${formatUsd(s.waste)}</td></tr>`,
     )
     .join('');
-  const forks = a.requests
-    .filter((r) => r.fork)
-    .map(
-      (r) =>
-        `<li>${esc(r.id)} (turn ${r.turn} of ${esc(r.session)}) forked from ${esc(r.fork?.parent ?? '?')}${r.miss ? ` — ${esc(r.miss.cause)}` : ' — read its parent’s cache'}</li>`,
-    )
-    .join('');
+  const forks = forkList(a);
   const misses = a.misses
     .filter((m) => m.cause !== 'cold_start')
     .map(
       (m) =>
-        `<li><span class="dot" style="background:${CAUSE_COLORS[m.cause]}"></span>${esc(m.sentence)}</li>`,
+        `<li><span class="dot" style="background:${CAUSE_COLORS[m.cause]}"></span>${esc(missLine(m))}</li>`,
     )
     .join('');
   const unpriced = t.unpricedModels.length
@@ -133,10 +250,12 @@ export function renderHtmlReport(a: AnalysisResult): string {
 <style>
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#212529;max-width:1400px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}
-.kpi{display:flex;gap:28px;flex-wrap:wrap;margin:12px 0}.kpi div{background:#f1f3f5;padding:10px 14px;border-radius:6px}
-.kpi b{display:block;font-size:20px}table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #dee2e6;text-align:right}
-td:first-child,th:first-child{text-align:left}.warn{color:#b35c00}.dot{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:6px}
-ul{padding-left:18px}li{margin:3px 0}.chart{overflow-x:auto}small{color:#6c757d}
+.kpi{display:flex;gap:12px 28px;flex-wrap:wrap;margin:12px 0}.kpi div{background:#f1f3f5;padding:10px 14px;border-radius:6px}
+.kpi b{display:block;font-size:20px}table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #dee2e6;text-align:right;white-space:nowrap}
+td:first-child,th:first-child,.l{text-align:left}.warn{color:#b35c00}.dot{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:6px}
+ul{padding-left:18px}li{margin:3px 0;overflow-wrap:anywhere}.chart,.scroll{overflow-x:auto}small{color:#6c757d}
+details{margin:4px 0}summary{cursor:pointer}.bar:hover rect[fill="transparent"]{fill:rgba(0,0,0,.06)}
+@media (max-width:800px){body{margin:12px}td,th{padding:3px 6px}}
 </style></head><body>
 <h1>cacheward report</h1>
 <small>${n.format(a.generatedFrom.records)} records from ${a.generatedFrom.files} file(s)${a.generatedFrom.skippedLines ? `, ${a.generatedFrom.skippedLines} torn lines skipped` : ''}</small>
@@ -144,7 +263,8 @@ ul{padding-left:18px}li{margin:3px 0}.chart{overflow-x:auto}small{color:#6c757d}
 ${unpriced}
 <h2>Input tokens per request</h2><div class="chart">${tokensChart(a)}</div>
 <h2>Waste by cause</h2><div class="chart">${wasteChart(a)}</div>
-<h2>Sessions</h2><table><tr><th>session</th><th>requests</th><th>forks</th><th>hit rate</th><th>spend</th><th>waste</th></tr>${sessions}</table>
+<h2>Sessions</h2><div class="scroll"><table><tr><th>session</th><th>requests</th><th>forks</th><th>hit rate</th><th>spend</th><th>waste</th></tr>${sessions}</table></div>
+<h2>Requests by session</h2>${requestTables(a)}
 <h2>Forks</h2>${forks ? `<ul>${forks}</ul>` : '<p>None.</p>'}
 <h2>Misses, costliest first</h2>${misses ? `<ul>${misses}</ul>` : '<p>No re-written prefixes.</p>'}
 <h2>Prices used</h2><p><small>${prices || 'none'}</small></p>

@@ -3,6 +3,7 @@
 
 import type { AnalysisResult } from '../analyze/analyze-captures.js';
 import { clockTime, formatUsd } from '../analyze/describe-miss.js';
+import { missLine } from './miss-line.js';
 
 const n = new Intl.NumberFormat('en-US');
 const pct = (v: number | null) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)}%`);
@@ -75,7 +76,7 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
     out.push(s.green('no re-written prefixes: every turn read what the one before it cached'));
   else {
     out.push(s.bold(`costliest misses (${misses.length} in all):`));
-    for (const m of misses.slice(0, maxMisses)) out.push(`  ${m.sentence}`);
+    for (const m of misses.slice(0, maxMisses)) out.push(`  ${missLine(m)}`);
   }
   if (a.generatedFrom.skippedLines)
     out.push(

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicFixture, openaiChatFixture, openaiResponsesFixture } from '../../test/fixtures/requests.js';
 import { JsonSyntaxError, WireFormatError } from '../core/errors.js';
-import { formatFromRoute, parseRequestBody } from './request-body.js';
+import { detectBodyFormat, formatFromRoute, parseRequestBody } from './request-body.js';
 
 const text = (bytes: Uint8Array, span: { start: number; end: number }) =>
   new TextDecoder().decode(bytes.subarray(span.start, span.end));
@@ -96,5 +96,35 @@ describe('parseRequestBody', () => {
       expect((e as JsonSyntaxError).position.column).toBe(raw.indexOf('\t') + 1);
       expect((e as JsonSyntaxError).message).toContain('control character');
     }
+  });
+});
+
+describe('detectBodyFormat', () => {
+  const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+  it('names the format a body shows, and says when nothing tells the formats apart', () => {
+    expect(
+      detectBodyFormat(
+        enc({ model: 'm', system: 's', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
+      ),
+    ).toEqual({ format: 'anthropic-messages', decisive: true });
+    expect(
+      detectBodyFormat(
+        enc({
+          model: 'm',
+          messages: [
+            { role: 'system', content: 's' },
+            { role: 'user', content: 'x' },
+          ],
+        }),
+      ),
+    ).toEqual({ format: 'openai-chat', decisive: true });
+    expect(detectBodyFormat(enc({ model: 'm', input: 'x' }))).toEqual({
+      format: 'openai-responses',
+      decisive: true,
+    });
+    expect(detectBodyFormat(enc({ model: 'm', messages: [{ role: 'user', content: 'x' }] }))).toEqual({
+      format: 'anthropic-messages',
+      decisive: false,
+    });
   });
 });

@@ -179,8 +179,26 @@ const ANTHROPIC_ONLY_FIELDS = [
 
 /** Guesses the format of a body with no route: Responses by `input`/`instructions`, else by telltale fields. */
 export function detectFormat(bytes: Uint8Array, root: ScanObject): WireFormat {
+  return formatEvidence(bytes, root).format;
+}
+
+/**
+ * The format a body shows, and whether anything in it tells the formats apart (`decisive`): a body with
+ * no telltale field or block reads as Anthropic by default, and then is not decisive.
+ */
+export function detectBodyFormat(input: Uint8Array): { format: WireFormat; decisive: boolean } {
+  const bytes = Buffer.isBuffer(input)
+    ? input
+    : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+  const root = scanJson(bytes, SHAPE);
+  if (root.type !== 'object') return { format: 'anthropic-messages', decisive: false };
+  return formatEvidence(bytes, root);
+}
+
+function formatEvidence(bytes: Uint8Array, root: ScanObject): { format: WireFormat; decisive: boolean } {
   const has = (k: string) => root.members.has(k);
-  if (!has('messages') && (has('input') || has('instructions'))) return 'openai-responses';
+  if (!has('messages') && (has('input') || has('instructions')))
+    return { format: 'openai-responses', decisive: true };
   let score = 0;
   for (const k of CHAT_ONLY_FIELDS) if (has(k)) score -= 1;
   for (const k of ANTHROPIC_ONLY_FIELDS) if (has(k)) score += 1;
@@ -215,7 +233,7 @@ export function detectFormat(bytes: Uint8Array, root: ScanObject): WireFormat {
     if (text.includes('"input_schema"')) score += 2;
     if (/"type"\s*:\s*"function"/.test(text)) score -= 2;
   }
-  return score >= 0 ? 'anthropic-messages' : 'openai-chat';
+  return { format: score >= 0 ? 'anthropic-messages' : 'openai-chat', decisive: score !== 0 };
 }
 
 function readBetas(headers: ParseRequestOptions['headers']): string[] {

@@ -167,7 +167,7 @@ describe('report output', () => {
     expect(r.stdout).toMatch(/hit rate [\d.]+% \(token-weighted/);
     expect(r.stdout).toMatch(/costliest misses \(13 in all\):/);
     expect(r.stdout).toMatch(
-      /turn \d+, \d\d:\d\d:\d\d — tools changed: `mcp__db__query` was inserted before `Edit`/,
+      /main, turn \d+, \d\d:\d\d:\d\d\.\d{3} — tools changed: `mcp__db__query` was inserted before `Edit`/,
     );
   });
 

@@ -35,6 +35,18 @@ describe('cacheward demo', () => {
     expect(table).toContain("fork_diverged is gone: the review fork started from its parent's fix state");
   });
 
+  it('cites public sources (issue and PR references, public docs) in its "seen in" lines, no local files', async () => {
+    const r = await cli(['demo']);
+    const seen = r.stdout.split('\n').filter((l) => l.trim().startsWith('seen in:'));
+    expect(seen.length).toBeGreaterThanOrEqual(8);
+    for (const line of seen) {
+      expect(line).not.toMatch(/shared\/|\.txt|\.md\b|\/work\//);
+      expect(line).toMatch(/#\d+|docs|agent pattern|Claude Code traffic/);
+    }
+    expect(r.stdout).toContain('anthropics/claude-code#81967');
+    expect(r.stdout).toContain('anthropics/claude-code#76606');
+  });
+
   it('writes the pairs for cacheward diff with --write, and diff agrees with the demo', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-demo-'));
     const r = await cli(['demo', '--write', dir]);

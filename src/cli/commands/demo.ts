@@ -2,7 +2,7 @@
 // request pairs, one per bust class. Part two: a scripted agent session through the proxy into the
 // simulator, and its report. It needs no network and no API key; it keeps files only when asked.
 
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
@@ -19,6 +19,7 @@ import { comparePrefixes } from '../../prefix/first-divergence.js';
 import { renderTerminalReport } from '../../report/terminal-report.js';
 import { EXIT_FINDING, EXIT_OK } from '../exit-codes.js';
 import { type CliIO, styles } from '../io.js';
+import { InputError } from '../read-request-file.js';
 
 interface DemoOptions {
   write?: string;
@@ -40,6 +41,8 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
       "keep the scripted session's captures in <dir> (default: a temporary folder, removed)",
     )
     .action(async (opts: DemoOptions) => {
+      if (opts.write) await writableFolder('--write', opts.write);
+      if (opts.captures) await writableFolder('--captures', opts.captures);
       const s = styles(io.color);
       const builder = new PrefixBuilder();
       const examples = bustExamples();
@@ -133,6 +136,20 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
       }
       setExit(wrong ? EXIT_FINDING : EXIT_OK);
     });
+}
+
+/** A folder the demo may write into: created when missing, refused (one line) when a file is in the way. */
+async function writableFolder(flag: string, dir: string): Promise<void> {
+  const s = await stat(dir).catch(() => undefined);
+  if (s && !s.isDirectory())
+    throw new InputError(
+      `${flag} ${dir}: a file is there, not a folder; pass a folder (it is created if missing)`,
+    );
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (err) {
+    throw new InputError(`${flag} ${dir}: cannot create the folder: ${(err as Error).message}`);
+  }
 }
 
 /** The two reports' causes in two columns: misses and waste without the fixes, and with them. */

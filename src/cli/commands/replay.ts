@@ -4,9 +4,11 @@
 import { type Command, Option } from 'commander';
 import { fixRegistry } from '../../fixes/registry.js';
 import { replayCaptures } from '../../replay/replay-captures.js';
+import { captureInputs } from '../capture-inputs.js';
 import { EXIT_FINDING, EXIT_OK } from '../exit-codes.js';
 import { type CliIO, styles } from '../io.js';
 import { InputError } from '../read-request-file.js';
+import { nothingReplayed } from '../replay-inputs.js';
 
 const n = new Intl.NumberFormat('en-US');
 
@@ -45,19 +47,13 @@ export function registerReplay(program: Command, io: CliIO, setExit: (code: numb
         const restartAt = opts.restartAt === undefined ? undefined : Number(opts.restartAt);
         if (restartAt !== undefined && (!Number.isInteger(restartAt) || restartAt < 1))
           throw new InputError(`--restart-at ${opts.restartAt}: a request number from 1`);
-        let result: Awaited<ReturnType<typeof replayCaptures>>;
-        try {
-          result = await replayCaptures(paths, {
-            fixes,
-            ...(restartAt ? { restartAt } : {}),
-            onWarning: (w) => io.err(`cacheward: warning: ${w}`),
-          });
-        } catch (err) {
-          const e = err as NodeJS.ErrnoException;
-          if (e.code === 'ENOENT')
-            throw new InputError(`${e.path ?? paths.join(', ')}: no such file or folder`);
-          throw err;
-        }
+        const result = await replayCaptures(await captureInputs(paths), {
+          fixes,
+          ...(restartAt ? { restartAt } : {}),
+          onWarning: (w) => io.err(`cacheward: warning: ${w}`),
+        });
+        // A gate that checked nothing must not pass.
+        if (!result.requests) throw nothingReplayed(paths, result);
         if (opts.json) io.out(JSON.stringify(result, null, 2));
         else {
           const s = styles(io.color);
@@ -67,7 +63,11 @@ export function registerReplay(program: Command, io: CliIO, setExit: (code: numb
             ),
           );
           if (result.skipped)
-            io.out(s.dim(`  ${result.skipped} records skipped (not full mode, or not a prompt route)`));
+            io.out(
+              s.dim(
+                `  ${result.skipped} records skipped (not full mode, not a prompt route, a count_tokens call, or refused upstream)`,
+              ),
+            );
           const w = result.totals.withoutFixes;
           const f = result.totals.withFixes;
           io.out(

@@ -1,7 +1,8 @@
 // `cacheward report PATH` and `cacheward whatif PATH`: what happened, what it cost, and what it would have
 // cost with other settings. Thin shells over analyzePaths; warnings and progress go to stderr.
 
-import { writeFile } from 'node:fs/promises';
+import { stat, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import type { AnalysisResult } from '../../analyze/analyze-captures.js';
 import { analyzePaths } from '../../analyze/analyze-paths.js';
@@ -11,15 +12,23 @@ import { fixRegistry } from '../../fixes/registry.js';
 import { replayCaptures } from '../../replay/replay-captures.js';
 import { renderHtmlReport } from '../../report/html-report.js';
 import { renderTerminalReport } from '../../report/terminal-report.js';
+import { captureInputs } from '../capture-inputs.js';
 import { EXIT_OK } from '../exit-codes.js';
+import { FAIL_ON_HELP, parseThreshold, reportThresholds } from '../fail-on.js';
 import { type CliIO, styles } from '../io.js';
+import { parseCount } from '../option-values.js';
 import { InputError } from '../read-request-file.js';
+import { nothingReplayed } from '../replay-inputs.js';
+import { signedUsd } from '../signed-usd.js';
+import { PRICES_HELP } from './prices.js';
 
 interface ReportOptions {
   json?: boolean;
   html?: string;
   prices?: string;
   misses: string;
+  failOn: string[];
+  perSession?: boolean;
 }
 
 async function prices(file: string | undefined): Promise<PriceTable> {
@@ -52,20 +61,37 @@ async function run(
   ttlOverride?: number,
   keepRequests = true,
 ): Promise<AnalysisResult> {
-  try {
-    const onProgress = progress(io);
-    return await analyzePaths(paths, {
-      prices,
-      keepRequests,
-      ...(ttlOverride !== undefined ? { ttlOverride } : {}),
-      onWarning: (w) => io.err(`cacheward: warning: ${w}`),
-      ...(onProgress ? { onProgress } : {}),
-    });
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') throw new InputError(`${e.path ?? paths.join(', ')}: no such file or folder`);
-    throw err;
-  }
+  const files = await captureInputs(paths);
+  const onProgress = progress(io);
+  const result = await analyzePaths(files, {
+    prices,
+    keepRequests,
+    ...(ttlOverride !== undefined ? { ttlOverride } : {}),
+    onWarning: (w) => io.err(`cacheward: warning: ${w}`),
+    ...(onProgress ? { onProgress } : {}),
+  });
+  if (!result.generatedFrom.records)
+    throw new InputError(
+      `${paths.join(', ')}: no capture records could be read (${result.generatedFrom.skippedLines} lines skipped, see the warnings)`,
+    );
+  if (!result.totals.requests)
+    throw new InputError(
+      `${paths.join(', ')}: ${result.generatedFrom.records} capture records, none of them a prompt request (POST /v1/messages, /v1/chat/completions or /v1/responses); nothing to report on`,
+    );
+  return result;
+}
+
+/** `--html FILE` must be writable where it is asked for: checked before the analysis runs. */
+async function checkHtmlTarget(file: string): Promise<void> {
+  const folder = dirname(file);
+  const s = await stat(folder).catch(() => undefined);
+  if (!s?.isDirectory())
+    throw new InputError(
+      `--html ${file}: the folder ${folder} ${s ? 'is not a folder' : 'does not exist'}; create it first, or write the report elsewhere`,
+    );
+  const f = await stat(file).catch(() => undefined);
+  if (f?.isDirectory())
+    throw new InputError(`--html ${file}: that is a folder; name a file, e.g. ${file}/report.html`);
 }
 
 export function registerReport(program: Command, io: CliIO, setExit: (code: number) => void): void {
@@ -77,7 +103,15 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
     .option('--html <file>', 'also write a self-contained HTML report')
     .option('--prices <file>', 'a JSON list of dated price rows that add to or override the built-in table')
     .option('--misses <n>', 'how many of the costliest misses to list', '10')
+    .option('--fail-on <threshold>', FAIL_ON_HELP, (v: string, all: string[]) => [...all, v], [])
+    .option('--per-session', 'check each --fail-on threshold in every session instead of over the run')
+    .addHelpText('after', PRICES_HELP)
     .action(async (paths: string[], opts: ReportOptions) => {
+      const maxMisses = parseCount('--misses', opts.misses);
+      const thresholds = opts.failOn.map(parseThreshold);
+      if (opts.perSession && !thresholds.length)
+        throw new InputError('--per-session: say what to check with --fail-on, e.g. --fail-on waste>5');
+      if (opts.html) await checkHtmlTarget(opts.html);
       // Per-request rows feed the charts and the JSON; the terminal summary does without them (constant memory).
       const result = await run(
         paths,
@@ -86,14 +120,19 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
         undefined,
         Boolean(opts.json || opts.html),
       );
-      if (opts.html) await writeFile(opts.html, renderHtmlReport(result));
+      if (opts.html) {
+        try {
+          await writeFile(opts.html, renderHtmlReport(result));
+        } catch (err) {
+          throw new InputError(`--html ${opts.html}: cannot write: ${(err as Error).message}`);
+        }
+      }
       if (opts.json) io.out(JSON.stringify(result, null, 2));
       else {
-        for (const line of renderTerminalReport(result, styles(io.color), Number(opts.misses) || 10))
-          io.out(line);
+        for (const line of renderTerminalReport(result, styles(io.color), maxMisses)) io.out(line);
         if (opts.html) io.out(`\nwrote ${opts.html}`);
       }
-      setExit(EXIT_OK);
+      setExit(reportThresholds(result, thresholds, Boolean(opts.perSession), io, Boolean(opts.json)));
     });
 
   program
@@ -105,8 +144,12 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
       '--fix <names>',
       'replay full-mode captures through these fixes (as cacheward replay) and price the difference',
     )
-    .option('--prices <file>', 'dated price rows to add or override')
+    .option('--prices <file>', 'dated price rows to add or override (format: cacheward prices --help)')
     .option('--json', 'print the comparison as JSON')
+    .addHelpText(
+      'after',
+      "\nBoth sides are priced from the cache model's reads and writes, so they compare like with like; the\nreport's spend is priced from the provider's reported usage, and the two differ where the provider\nread or wrote otherwise than the model.",
+    )
     .action(
       async (paths: string[], opts: { ttl?: string; fix?: string; prices?: string; json?: boolean }) => {
         if (opts.ttl !== undefined && opts.ttl !== '5m' && opts.ttl !== '1h') {
@@ -131,18 +174,32 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
             s.bold(`cacheward whatif --ttl ${opts.ttl}: the same requests, every breakpoint at ${opts.ttl}`),
           );
           io.out(
-            `  as sent (modelled): ${formatUsd(comparison.baseCost)}   with --ttl ${opts.ttl}: ${formatUsd(comparison.altCost)}   difference: ${formatUsd(comparison.altCost - comparison.baseCost)}`,
+            `  as sent (modelled): ${formatUsd(comparison.baseCost)}   with --ttl ${opts.ttl}: ${formatUsd(comparison.altCost)}   difference: ${signedUsd(comparison.altCost - comparison.baseCost)}`,
           );
+          for (const line of modelledVersusReported(comparison.baseCost, base, comparison.leftOut))
+            io.out(s.dim(line));
           io.out('');
           for (const x of comparison.sessions) {
             io.out(
-              `  ${x.session.padEnd(30)} ${formatUsd(x.base).padStart(10)} -> ${formatUsd(x.alt).padStart(10)}  (${x.alt - x.base >= 0 ? '+' : ''}${formatUsd(x.alt - x.base)})`,
+              `  ${x.session.padEnd(30)} ${formatUsd(x.base).padStart(10)} -> ${formatUsd(x.alt).padStart(10)}  (${signedUsd(x.alt - x.base)})`,
             );
           }
         }
         setExit(EXIT_OK);
       },
     );
+}
+
+/** Why the modelled "as sent" figure is not the report's spend, with the amount between them. */
+function modelledVersusReported(modelled: number, base: AnalysisResult, leftOut: number): string[] {
+  const reported = base.totals.cost;
+  const gap = modelled - reported;
+  return [
+    `  why this is not the report's spend (${formatUsd(reported)}): the report prices the usage the provider reported;`,
+    '  both figures here price what the cache model says each request read and wrote, so they compare like',
+    `  with like. Modelled minus reported: ${signedUsd(gap)}, where the provider read or wrote otherwise than the`,
+    `  model (an unexplained miss, OpenAI's rounding)${leftOut ? `; ${leftOut} request${leftOut === 1 ? '' : 's'} left out (no price or no usage)` : ''}.`,
+  ];
 }
 
 /** `whatif --fix`: the replay's re-written tokens without and with the fixes, priced per session. */
@@ -165,7 +222,11 @@ async function whatIfFixes(
   } catch (err) {
     throw new InputError((err as Error).message);
   }
-  const result = await replayCaptures(paths, { fixes, onWarning: (w) => io.err(`cacheward: warning: ${w}`) });
+  const result = await replayCaptures(await captureInputs(paths), {
+    fixes,
+    onWarning: (w) => io.err(`cacheward: warning: ${w}`),
+  });
+  if (!result.requests) throw nothingReplayed(paths, result);
   const sessions = result.sessions.map((x) => {
     const p = table.lookup(x.model);
     const per = p ? (p.write5m - p.read) / 1e6 : null;
@@ -224,9 +285,13 @@ export function whatIfComparison(
 ) {
   const modelled = (a: AnalysisResult, writeAt: (p: PriceRow, provider: string) => number) => {
     const bySession = new Map<string, number>();
+    let leftOut = 0;
     for (const r of a.requests) {
       const price = table.lookup(r.model);
-      if (!price || !r.usage || r.expectedRead === undefined) continue;
+      if (!price || !r.usage || r.expectedRead === undefined) {
+        leftOut++;
+        continue;
+      }
       const read = Math.min(r.expectedRead, r.usage.inputTotal);
       const written = Math.max(0, r.usage.cacheRead + r.usage.cacheWrite - read);
       const uncached = Math.max(0, r.usage.inputTotal - read - written);
@@ -238,12 +303,13 @@ export function whatIfComparison(
         1e6;
       bySession.set(r.session, (bySession.get(r.session) ?? 0) + cost);
     }
-    return bySession;
+    return { bySession, leftOut };
   };
-  const b = modelled(base, (p, provider) => (provider === 'anthropic' ? p.write5m : p.input));
+  const asSent = modelled(base, (p, provider) => (provider === 'anthropic' ? p.write5m : p.input));
+  const b = asSent.bySession;
   const a = modelled(alt, (p, provider) =>
     provider === 'anthropic' ? (ttl === '1h' ? p.write1h : p.write5m) : p.input,
-  );
+  ).bySession;
   const sessions = [...new Set([...b.keys(), ...a.keys()])].map((session) => ({
     session,
     base: b.get(session) ?? 0,
@@ -253,5 +319,7 @@ export function whatIfComparison(
     baseCost: sessions.reduce((t, x) => t + x.base, 0),
     altCost: sessions.reduce((t, x) => t + x.alt, 0),
     sessions: sessions.sort((x, y) => y.alt - y.base - (x.alt - x.base)),
+    /** Requests neither side could price (no price row, no usage, or no cache-model figure). */
+    leftOut: asSent.leftOut,
   };
 }

@@ -1,13 +1,13 @@
 // `cacheward sim`: the offline provider simulator on 127.0.0.1. A thin shell over createSimulator:
-// it reads the script file, prints the base URL first, and stops cleanly on SIGINT/SIGTERM.
+// it reads the script file, prints the base URL first, and stops cleanly on SIGINT/SIGTERM or when stdout closes.
 
-import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
-import { parseFaultRates } from '../../sim/faults.js';
-import { parseReplyScript } from '../../sim/reply-script.js';
 import { createSimulator } from '../../sim/simulator.js';
 import type { CliIO } from '../io.js';
+import { parsePort, parseSeed, portInUse } from '../option-values.js';
 import { InputError } from '../read-request-file.js';
+import { loadFaultRates, loadReplyScript } from '../sim-options.js';
+import { waitForStop } from '../stop-signal.js';
 
 interface SimOptions {
   port: string;
@@ -29,52 +29,36 @@ export function registerSim(program: Command, io: CliIO, setExit: (code: number)
     .option('--script <file>', 'scripted replies, turn by turn, per conversation (JSON; see README)')
     .option('--faults <spec>', 'random faults, e.g. 429@0.1,reset-mid-stream@0.01,slow=20@1')
     .option('--no-auth', 'accept requests without an API key')
-    .option('--seed <n>', 'seed for fault draws and ids', '1')
+    .option('--seed <n>', 'seed for fault draws and ids (an integer)', '1')
     .addHelpText(
       'after',
       '\nPer request, the header x-sim-fault: 429 | 529 | 500 | error-mid-stream | reset-mid-stream | stall=MS | slow=MS\ninjects a fault. POST /_sim/clock {"advance_ms": N} moves the clock; POST /_sim/reset empties the caches\nand zeroes the counters; GET /_sim/stats reports entries, requests and tokens read and written, per provider.',
     )
     .action(async (opts: SimOptions) => {
-      const port = Number(opts.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535)
-        throw new InputError(`--port ${opts.port}: not a port number`);
-      let script: ReturnType<typeof parseReplyScript> | undefined;
-      if (opts.script) {
-        let text: string;
-        try {
-          text = await readFile(opts.script, 'utf8');
-        } catch (err) {
-          throw new InputError(`${opts.script}: cannot read: ${(err as Error).message}`);
-        }
-        let value: unknown;
-        try {
-          value = JSON.parse(text);
-        } catch (err) {
-          throw new InputError(`${opts.script}: invalid JSON: ${(err as Error).message}`);
-        }
-        script = parseReplyScript(value, opts.script);
-      }
-      let faults: ReturnType<typeof parseFaultRates> = [];
-      try {
-        faults = opts.faults ? parseFaultRates(opts.faults) : [];
-      } catch (err) {
-        throw new InputError(`--faults: ${(err as Error).message}`);
-      }
+      const port = parsePort('--port', opts.port);
+      const seed = parseSeed('--seed', opts.seed);
+      const script = opts.script ? await loadReplyScript(opts.script) : undefined;
+      const faults = loadFaultRates(opts.faults);
       const sim = createSimulator({
         requireApiKey: opts.auth,
         faults,
-        seed: Number(opts.seed) || 1,
+        seed,
         ...(script ? { script } : {}),
         onError: (err) => io.err(`cacheward sim: ${String(err)}`),
       });
-      const url = await sim.listen(port, opts.host);
+      let url: string;
+      try {
+        url = await sim.listen(port, opts.host);
+      } catch (err) {
+        if (portInUse(err))
+          throw new InputError(
+            `--port ${port}: already in use (another cacheward sim?); pass another port, or --port 0 for any free one`,
+          );
+        throw new InputError(`cannot listen on ${opts.host}:${port}: ${(err as Error).message}`);
+      }
       io.out(`cacheward sim listening on ${url}`);
       io.out(`  ANTHROPIC_BASE_URL=${url}  OPENAI_BASE_URL=${url}/v1`);
-      await new Promise<void>((resolve) => {
-        const stop = () => resolve();
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-      });
+      await waitForStop();
       await sim.close();
       setExit(0);
     });

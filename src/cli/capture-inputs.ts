@@ -1,0 +1,71 @@
+// Turns the PATH arguments of report, whatif, replay and show into capture files: each file once (a folder
+// and a file in it are read once), and anything that is not a capture named in one line with what to pass.
+
+import { readdir, realpath, stat } from 'node:fs/promises';
+import { captureFiles, readCaptures } from '../capture/capture-reader.js';
+import { InputError } from './read-request-file.js';
+
+const WHAT_TO_PASS =
+  'pass the capture-*.jsonl files, or the folder `cacheward proxy --dir` (or `cacheward run --dir`) wrote them to';
+
+/** The capture files the paths name, in order, each once. Throws an InputError for anything else. */
+export async function captureInputs(paths: readonly string[]): Promise<string[]> {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const path of paths) {
+    let isDir: boolean;
+    try {
+      isDir = (await stat(path)).isDirectory();
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      throw new InputError(
+        `${path}: ${e.code === 'ENOENT' ? 'no such file or folder' : `cannot read: ${e.message}`}; ${WHAT_TO_PASS}`,
+      );
+    }
+    const files = isDir ? await captureFiles(path) : [path];
+    if (isDir && !files.length) throw new InputError(await describeFolder(path));
+    for (const file of files) {
+      const real = await realpath(file);
+      if (seen.has(real)) continue;
+      seen.add(real);
+      if (!isDir) await checkCaptureFile(file);
+      out.push(file);
+    }
+  }
+  return out;
+}
+
+async function describeFolder(path: string): Promise<string> {
+  const entries = await readdir(path);
+  if (!entries.length) return `${path}: an empty folder, no capture files; ${WHAT_TO_PASS}`;
+  const shown = entries.slice(0, 3).join(', ');
+  return `${path}: no capture files (capture-*.jsonl) in this folder, only ${entries.length} other entr${entries.length === 1 ? 'y' : 'ies'} (${shown}${entries.length > 3 ? ', …' : ''}); ${WHAT_TO_PASS}`;
+}
+
+class NotACapture extends Error {
+  constructor(readonly line: number) {
+    super(`line ${line}`);
+  }
+}
+
+/** A capture file begins with a capture record: records are appended whole, so only a last line can be torn. */
+async function checkCaptureFile(file: string): Promise<void> {
+  try {
+    for await (const _ of readCaptures([file], {
+      bodies: false,
+      onWarning: (w) => {
+        // Only a skipped line disqualifies the file; other warnings concern a record that was read.
+        if (!w.includes(': skipped ')) return;
+        throw new NotACapture(Number.parseInt(w.slice(file.length + 1), 10) || 1);
+      },
+    })) {
+      return;
+    }
+  } catch (err) {
+    if (!(err instanceof NotACapture)) throw err;
+    throw new InputError(
+      `${file}:${err.line}: not a capture file: this line is not a cacheward capture record; ${WHAT_TO_PASS}`,
+    );
+  }
+  throw new InputError(`${file}: an empty file, not a capture; ${WHAT_TO_PASS}`);
+}

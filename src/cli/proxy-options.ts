@@ -1,0 +1,85 @@
+// The options `cacheward proxy` and `cacheward run` share, parsed into createProxy options, and starting it.
+// Every value is checked before anything listens; a failure to start is one line, never a stack trace.
+
+import { type Command, Option } from 'commander';
+import { createProxy, type ProxyOptions, type RunningProxy } from '../proxy/create-proxy.js';
+import { parsePort, parseUpstream, portInUse } from './option-values.js';
+import { InputError } from './read-request-file.js';
+
+/** The proxy options as commander hands them over. */
+export interface ProxyCliOptions {
+  port: string;
+  host: string;
+  upstream?: string;
+  anthropicUpstream?: string;
+  openaiUpstream?: string;
+  capture: 'off' | 'hashes' | 'full';
+  dir?: string;
+  fix?: string;
+  token?: string;
+  maxMb?: string;
+  ttl: '5m' | '1h';
+}
+
+/** Declares the proxy's options on a command. */
+export function addProxyOptions(cmd: Command, defaultPort: string): Command {
+  return cmd
+    .option('--port <port>', 'port to listen on (0 = any free port)', defaultPort)
+    .option('--host <host>', 'address to bind; anything but loopback requires --token', '127.0.0.1')
+    .option('--upstream <url>', 'one upstream for every route (e.g. a `cacheward sim`)')
+    .option('--anthropic-upstream <url>', 'upstream for /v1/messages (default https://api.anthropic.com)')
+    .option(
+      '--openai-upstream <url>',
+      'upstream for /v1/chat/completions and /v1/responses (default https://api.openai.com)',
+    )
+    .addOption(
+      new Option('--capture <mode>', 'what to record').choices(['off', 'hashes', 'full']).default('hashes'),
+    )
+    .option('--dir <dir>', 'capture folder (default $XDG_STATE_HOME/cacheward or ~/.local/state/cacheward)')
+    .option('--max-mb <n>', 'bound on the capture folder; the oldest files go first')
+    .option('--fix <names>', 'fixes to apply, comma-separated: tools-freeze, tools-sort, pin-reminders, ttl')
+    .addOption(new Option('--ttl <ttl>', 'the TTL the ttl fix sets').choices(['5m', '1h']).default('1h'))
+    .option('--token <token>', 'require this value in the x-cacheward-token header');
+}
+
+/** Checks the options and turns them into createProxy options (everything but `log` and `clock`). */
+export function proxyOptionsFrom(opts: ProxyCliOptions): ProxyOptions {
+  const port = parsePort('--port', opts.port);
+  const maxMb = opts.maxMb === undefined ? undefined : Number(opts.maxMb);
+  if (maxMb !== undefined && (!Number.isFinite(maxMb) || maxMb <= 0))
+    throw new InputError(`--max-mb ${opts.maxMb}: not a positive number`);
+  const fixes = (opts.fix ?? '')
+    .split(',')
+    .map((f) => f.trim())
+    .filter(Boolean);
+  return {
+    port,
+    host: opts.host,
+    capture: opts.capture,
+    ...(opts.upstream ? { upstream: parseUpstream('--upstream', opts.upstream) } : {}),
+    ...(opts.anthropicUpstream
+      ? { anthropicUpstream: parseUpstream('--anthropic-upstream', opts.anthropicUpstream) }
+      : {}),
+    ...(opts.openaiUpstream
+      ? { openaiUpstream: parseUpstream('--openai-upstream', opts.openaiUpstream) }
+      : {}),
+    ...(opts.dir ? { dir: opts.dir } : {}),
+    ...(maxMb !== undefined ? { maxMb } : {}),
+    ...(fixes.length ? { fixes } : {}),
+    ...(opts.token ? { token: opts.token } : {}),
+    fixTtl: opts.ttl,
+  };
+}
+
+/** Starts the proxy; a port in use, an unknown fix or a refused configuration is an InputError. */
+export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
+  try {
+    return await createProxy(options);
+  } catch (err) {
+    if (portInUse(err))
+      throw new InputError(
+        `--port ${options.port}: already in use (another cacheward proxy?); pass another port, or --port 0 for any free one`,
+      );
+    throw new InputError((err as Error).message);
+  }
+}

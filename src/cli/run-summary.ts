@@ -1,0 +1,51 @@
+// What `cacheward run` prints at the end: requests, hit rate, spend, waste, top causes, the report command.
+// It formats the analyzer's result (its sentences too); it never computes a cause or a price itself.
+
+import type { AnalysisResult } from '../analyze/analyze-captures.js';
+import { formatUsd } from '../analyze/describe-miss.js';
+import { missLine } from '../report/miss-line.js';
+import type { TerminalStyles } from '../report/terminal-report.js';
+import { shellQuote } from './shell-quote.js';
+
+const n = new Intl.NumberFormat('en-US');
+
+/** The lines of the summary; `reportCommand` is the exact command that reports on this run's captures. */
+export function runSummary(
+  a: AnalysisResult,
+  reportCommand: string[],
+  s: TerminalStyles,
+  topCauses = 3,
+): string[] {
+  const t = a.totals;
+  const out: string[] = [];
+  const hit =
+    t.hitRate === null ? 'n/a (no response reported cache fields)' : `${(t.hitRate * 100).toFixed(1)}%`;
+  const share = t.cost > 0 ? ` (${((t.waste / t.cost) * 100).toFixed(1)}% of spend)` : '';
+  out.push(
+    s.bold(
+      `cacheward run: ${n.format(t.requests)} request${t.requests === 1 ? '' : 's'} in ${n.format(t.sessions)} session${t.sessions === 1 ? '' : 's'}`,
+    ),
+  );
+  out.push(
+    `  hit rate ${hit} token-weighted   spend ${formatUsd(t.cost)}   waste ${s.yellow(formatUsd(t.waste))}${share}`,
+  );
+  if (t.unpricedModels.length)
+    out.push(
+      s.yellow(
+        `  not priced: ${t.unpricedModels.join(', ')} (${t.unpricedRequests} request${t.unpricedRequests === 1 ? '' : 's'}; add --prices FILE)`,
+      ),
+    );
+  const causes = a.byCause.filter((c) => c.cause !== 'cold_start').slice(0, topCauses);
+  if (!causes.length) out.push(s.green('  no cache misses beyond the first write of each conversation'));
+  else {
+    out.push('  top causes:');
+    for (const c of causes) {
+      const worst = a.misses.find((m) => m.cause === c.cause);
+      out.push(
+        `    ${s.bold(c.cause)} ×${c.misses}, ${formatUsd(c.waste)}${worst ? `: ${missLine(worst)}` : ''}`,
+      );
+    }
+  }
+  out.push(`  full report: ${reportCommand.map(shellQuote).join(' ')}`);
+  return out;
+}

@@ -1,0 +1,77 @@
+// `cacheward run --sim` on the real Claude Code and Codex binaries, offline: one command, no key, no config.
+// The agents get only what `run` sets (base URLs, placeholder keys, codex's openai_base_url override).
+
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { analyzePaths } from '../../src/analyze/analyze-paths.js';
+import { PriceTable } from '../../src/analyze/price-table.js';
+import { claudeCommand, codexCommand } from './agent-harness.js';
+
+const CLI = join(import.meta.dirname, '../../dist/cli/bin.js');
+
+/** `cacheward run --sim -- AGENT…` with a bare environment: a fresh HOME, no keys, no base URLs. */
+function runAgent(
+  agent: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string; dir: string }> {
+  const root = mkdtempSync(join(tmpdir(), 'cacheward-run-agent-'));
+  const home = join(root, 'home');
+  const work = join(root, 'work');
+  mkdirSync(home, { mode: 0o700 });
+  mkdirSync(work);
+  const dir = join(root, 'captures');
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: home,
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    NO_COLOR: '1',
+  };
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, 'run', '--sim', '--dir', dir, '--', ...agent], {
+      cwd: work,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += String(d);
+    });
+    child.stderr.on('data', (d) => {
+      stderr += String(d);
+    });
+    const timer = setTimeout(() => child.kill('SIGTERM'), 100_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, dir });
+    });
+  });
+}
+
+async function summaryMatchesAnalyzer(stderr: string): Promise<void> {
+  const line = stderr.split('\n').find((l) => l.trim().startsWith('full report: '));
+  expect(line, stderr).toBeDefined();
+  const files = (line as string).trim().split(' ').slice(4);
+  const result = await analyzePaths(files, { prices: new PriceTable() });
+  expect(result.totals.requests).toBeGreaterThan(0);
+  expect(stderr).toContain(`cacheward run: ${result.totals.requests} request`);
+}
+
+describe('cacheward run --sim on real agents', () => {
+  it('runs Claude Code (claude -p) with no key and no config', async () => {
+    const r = await runAgent([...claudeCommand(), '-p', 'Say hi.']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/Simulated reply \d+\./);
+    await summaryMatchesAnalyzer(r.stderr);
+  }, 120_000);
+
+  it('runs Codex (codex exec) with no key and no config', async () => {
+    const r = await runAgent([...codexCommand(), 'exec', '--skip-git-repo-check', 'Say hi.']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/Simulated reply \d+\./);
+    await summaryMatchesAnalyzer(r.stderr);
+  }, 120_000);
+});
