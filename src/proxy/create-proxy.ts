@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { Agent } from 'undici';
+import { PriceTable } from '../analyze/price-table.js';
 import type { CaptureMode } from '../capture/capture-record.js';
 import { type CaptureState, CaptureWriter } from '../capture/capture-writer.js';
 import { defaultCaptureDir } from '../capture/default-dir.js';
@@ -25,6 +26,8 @@ import { type StateDocument, StateFile } from '../state/state-file.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { ConversationTracker, type TrackedRequest } from './conversation-tracker.js';
 import { ExchangeRecorder } from './exchange-recorder.js';
+import { LiveAnalysis, type LiveRequest } from './live-analysis.js';
+import { serveLive } from './live-routes.js';
 import { ProxyMetrics } from './proxy-metrics.js';
 import { ResponseTap } from './response-tap.js';
 
@@ -59,6 +62,10 @@ export interface ProxyOptions {
   token?: string;
   /** Where the proxy says what happened (capture degraded, fix failures). Default stderr. */
   log?: (line: string) => void;
+  /** Told about every finished request once the live analysis has named it (the CLI's log line). */
+  onRequest?: (row: LiveRequest) => void;
+  /** Prices for the live page, log and metrics (default the built-in dated table). */
+  prices?: PriceTable;
 }
 
 /** A running proxy. */
@@ -178,6 +185,13 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
   const metrics = new ProxyMetrics();
   const builder = new PrefixBuilder();
   const conversations = new ConversationTracker();
+  // Causes for the page, the log and the metrics: the report's analyzer, after each response ended.
+  const live = new LiveAnalysis({ prices: options.prices ?? new PriceTable() });
+  live.subscribe((row) => {
+    if (row.cause && row.cause !== 'cold_start')
+      metrics.miss(row.provider, row.cause, row.rewrittenTokens ?? 0, row.waste ?? null);
+    options.onRequest?.(row);
+  });
   const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations });
   // Fix state follows the conversation: by request, so a fork starts from its parent's state at the fork.
   const fixStates = new FixStateStore();
@@ -240,6 +254,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       res.end(JSON.stringify(h));
       return;
     }
+    if (method === 'GET' && serveLive(path, req, res, live)) return;
     if (path === '/_cacheward/metrics' && method === 'GET') {
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
       res.end(metrics.render());
@@ -354,7 +369,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       setImmediate(() => {
         try {
           if (!format && !forwarded.length) return;
-          recorder.record({
+          const record = recorder.record({
             id,
             provider: format ? provider : 'unknown',
             route: path,
@@ -369,6 +384,15 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
             end: clock.now(),
             ...facts,
           });
+          // Its cause, in a later turn of the event loop: the analysis never holds up other exchanges.
+          if (format)
+            setImmediate(() => {
+              try {
+                live.add(record);
+              } catch (err) {
+                log(`live analysis of ${id} failed (traffic was not affected): ${String(err)}`);
+              }
+            });
         } catch (err) {
           log(`capture of ${id} failed (traffic was not affected): ${String(err)}`);
         }

@@ -11,9 +11,17 @@ interface Series {
   notReported: number;
 }
 
+/** A miss counted by cause: the closed vocabulary and two providers keep this label set bounded. */
+interface MissSeries {
+  misses: number;
+  rewritten: number;
+  waste: number;
+}
+
 export class ProxyMetrics {
   private readonly series = new Map<string, Series>();
   private readonly upstreamErrors = new Map<string, number>();
+  private readonly missSeries = new Map<string, MissSeries>();
 
   private get(provider: string, model: string): Series {
     const key = `${provider}\u0000${model}`;
@@ -43,6 +51,16 @@ export class ProxyMetrics {
     s.read += usage.cacheRead;
     s.written += usage.cacheWrite;
     s.uncached += usage.uncached;
+  }
+
+  /** A miss the live analysis named (after the response ended): its cause, tokens re-written and waste. */
+  miss(provider: string, cause: string, rewritten: number, waste: number | null): void {
+    const key = `${provider}\u0000${cause}`;
+    const m = this.missSeries.get(key) ?? { misses: 0, rewritten: 0, waste: 0 };
+    m.misses++;
+    m.rewritten += rewritten;
+    m.waste += waste ?? 0;
+    this.missSeries.set(key, m);
   }
 
   upstreamError(provider: string): void {
@@ -88,6 +106,21 @@ export class ProxyMetrics {
     lines.push('# TYPE cacheward_usage_not_reported_total counter');
     for (const { provider, model, s } of rows)
       lines.push(`cacheward_usage_not_reported_total{${labels(provider, model)}} ${s.notReported}`);
+    const misses = [...this.missSeries.entries()].map(([k, m]) => {
+      const [provider = '', cause = ''] = k.split('\u0000');
+      return { l: `provider="${esc(provider)}",cause="${esc(cause)}"`, m };
+    });
+    lines.push('# HELP cacheward_misses_total Requests whose cached prefix was written again, by cause.');
+    lines.push('# TYPE cacheward_misses_total counter');
+    for (const { l, m } of misses) lines.push(`cacheward_misses_total{${l}} ${m.misses}`);
+    lines.push('# HELP cacheward_rewritten_tokens_total Tokens cached before and written again, by cause.');
+    lines.push('# TYPE cacheward_rewritten_tokens_total counter');
+    for (const { l, m } of misses) lines.push(`cacheward_rewritten_tokens_total{${l}} ${m.rewritten}`);
+    lines.push(
+      '# HELP cacheward_waste_usd_total What the re-written tokens cost beyond reading them, by cause.',
+    );
+    lines.push('# TYPE cacheward_waste_usd_total counter');
+    for (const { l, m } of misses) lines.push(`cacheward_waste_usd_total{${l}} ${m.waste.toFixed(6)}`);
     lines.push('# HELP cacheward_upstream_errors_total Upstream connection failures and resets.');
     lines.push('# TYPE cacheward_upstream_errors_total counter');
     for (const [provider, n] of this.upstreamErrors)

@@ -4,6 +4,7 @@
 import type { AnalysisResult, AnalyzedRequest, BustCause } from '../analyze/analyze-captures.js';
 import { formatUsd } from '../analyze/describe-miss.js';
 import { clockTimeMs, missLine } from './miss-line.js';
+import { REPORT_CSS } from './report-style.js';
 
 const esc = (s: string) =>
   s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -248,15 +249,7 @@ export function renderHtmlReport(a: AnalysisResult): string {
 <html lang="en"><head><meta charset="utf-8"><title>cacheward report</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#212529;max-width:1400px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}
-.kpi{display:flex;gap:12px 28px;flex-wrap:wrap;margin:12px 0}.kpi div{background:#f1f3f5;padding:10px 14px;border-radius:6px}
-.kpi b{display:block;font-size:20px}table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #dee2e6;text-align:right;white-space:nowrap}
-td:first-child,th:first-child,.l{text-align:left}.warn{color:#b35c00}.dot{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:6px}
-ul{padding-left:18px}li{margin:3px 0;overflow-wrap:anywhere}.chart,.scroll{overflow-x:auto}small{color:#6c757d}
-details{margin:4px 0}summary{cursor:pointer}.bar:hover rect[fill="transparent"]{fill:rgba(0,0,0,.06)}
-@media (max-width:800px){body{margin:12px}td,th{padding:3px 6px}}
-</style></head><body>
+${REPORT_CSS}</style></head><body>
 <h1>cacheward report</h1>
 <small>${n.format(a.generatedFrom.records)} records from ${a.generatedFrom.files} file(s)${a.generatedFrom.skippedLines ? `, ${a.generatedFrom.skippedLines} torn lines skipped` : ''}</small>
 <div class="kpi"><div>sessions<b>${n.format(t.sessions)}</b></div><div>requests<b>${n.format(t.requests)}</b></div><div>hit rate (token-weighted)<b>${t.hitRate === null ? 'n/a' : `${(t.hitRate * 100).toFixed(1)}%`}</b></div><div>spend<b>${formatUsd(t.cost)}</b></div><div>waste<b>${formatUsd(t.waste)}</b></div></div>

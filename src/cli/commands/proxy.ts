@@ -2,6 +2,8 @@
 // base URL first, and on SIGINT/SIGTERM (or stdout closing) stops taking requests and flushes the capture.
 
 import type { Command } from 'commander';
+import { Option } from 'commander';
+import { liveLogLine } from '../../proxy/live-analysis.js';
 import type { CliIO } from '../io.js';
 import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-options.js';
 import { shellQuote } from '../shell-quote.js';
@@ -16,14 +18,26 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
       ),
     '8377',
   )
+    .option('--quiet', 'no line per finished request')
+    .addOption(
+      new Option(
+        '--log <format>',
+        'one line per finished request: text (default on a terminal) or json lines',
+      ).choices(['text', 'json']),
+    )
     .addHelpText(
       'after',
-      '\nPoint your agent at it: ANTHROPIC_BASE_URL=http://127.0.0.1:8377  OPENAI_BASE_URL=http://127.0.0.1:8377/v1\n(or let `cacheward run -- COMMAND` do it). GET /_cacheward/health and /_cacheward/metrics report on it.\nCredentials pass upstream untouched and are never written.',
+      '\nPoint your agent at it: ANTHROPIC_BASE_URL=http://127.0.0.1:8377  OPENAI_BASE_URL=http://127.0.0.1:8377/v1\n(or let `cacheward run -- COMMAND` do it). Watch it live at http://127.0.0.1:8377/_cacheward/ (GET /_cacheward/health and /_cacheward/metrics report on it too).\nCredentials pass upstream untouched and are never written.',
     )
-    .action(async (opts: ProxyCliOptions) => {
+    .action(async (opts: ProxyCliOptions & { quiet?: boolean; log?: 'text' | 'json' }) => {
+      // One line per finished request, with its cause (computed after the response, by the analyzer).
+      const format = opts.quiet ? undefined : (opts.log ?? (process.stderr.isTTY ? 'text' : undefined));
       const proxy = await startProxy({
         ...proxyOptionsFrom(opts),
         log: (line) => io.err(`cacheward proxy: ${line}`),
+        ...(format
+          ? { onRequest: (row) => io.err(format === 'json' ? JSON.stringify(row) : liveLogLine(row)) }
+          : {}),
       });
       const h = proxy.health();
       io.out(`cacheward proxy listening on ${proxy.url}`);
@@ -31,6 +45,7 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
         `  capture: ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}; upstreams: ${h.upstreams.anthropic} (Anthropic), ${h.upstreams.openai} (OpenAI)`,
       );
       io.out(`  ANTHROPIC_BASE_URL=${proxy.url}  OPENAI_BASE_URL=${proxy.url}/v1`);
+      io.out(`  live page: ${proxy.url}/_cacheward/`);
       const reason = await waitForStop();
       await proxy.close();
       const after = proxy.health().capture;

@@ -1,0 +1,191 @@
+// The proxy's live view: every finished exchange goes through the report's own analyzer (after the
+// response ended, never on the request path) and comes out as a row for the page, the log and the metrics.
+// It never computes a cause itself; it keeps a bounded window of rows, sessions and per-minute totals.
+
+import { type AnalyzedRequest, Analyzer, type BustCause } from '../analyze/analyze-captures.js';
+import { describeMiss } from '../analyze/describe-miss.js';
+import type { PriceTable } from '../analyze/price-table.js';
+import type { CaptureRecord } from '../capture/capture-record.js';
+import { clockTimeMs } from '../report/miss-line.js';
+
+/** One finished request as the page and the log show it. */
+export interface LiveRequest {
+  id: string;
+  time: number;
+  session: string;
+  conversation: string;
+  relation: AnalyzedRequest['relation'];
+  turn: number;
+  provider: string;
+  model: string | undefined;
+  status: number | undefined;
+  inputTokens: number;
+  readTokens: number;
+  writtenTokens: number;
+  /** This request's token-weighted hit rate (null when the usage reported no cache fields). */
+  hitRate: number | null;
+  cost: number | null;
+  cause?: BustCause;
+  /** The analyzer's sentence for the miss. */
+  sentence?: string;
+  rewrittenTokens?: number;
+  waste?: number | null;
+  /** What each fix did to this request, in its own notes. */
+  fixes: Array<{ fix: string; changed: boolean; notes: string[] }>;
+}
+
+/** A session's running totals. */
+export interface LiveSession {
+  session: string;
+  requests: number;
+  inputTokens: number;
+  readTokens: number;
+  cost: number;
+  waste: number;
+  last: number;
+}
+
+/** Totals per minute, for the over-time charts. */
+export interface LiveMinute {
+  minute: number;
+  inputTokens: number;
+  readTokens: number;
+  waste: number;
+  requests: number;
+}
+
+/** What the page loads first. */
+export interface LiveSnapshot {
+  requests: LiveRequest[];
+  sessions: LiveSession[];
+  minutes: LiveMinute[];
+  totals: { requests: number; inputTokens: number; readTokens: number; cost: number; waste: number };
+}
+
+export interface LiveAnalysisOptions {
+  prices: PriceTable;
+  /** Rows kept for the page (default 500), sessions (default 200), minutes (default 180). */
+  maxRows?: number;
+  maxSessions?: number;
+  maxMinutes?: number;
+}
+
+export type LiveListener = (row: LiveRequest) => void;
+
+export class LiveAnalysis {
+  private readonly analyzer: Analyzer;
+  private readonly rows: LiveRequest[] = [];
+  private readonly sessions = new Map<string, LiveSession>();
+  private readonly minutes = new Map<number, LiveMinute>();
+  private readonly listeners = new Set<LiveListener>();
+  private readonly totals = { requests: 0, inputTokens: 0, readTokens: 0, cost: 0, waste: 0 };
+  private readonly max: { rows: number; sessions: number; minutes: number };
+
+  constructor(options: LiveAnalysisOptions) {
+    this.analyzer = new Analyzer({ prices: options.prices, keepRequests: false });
+    this.max = {
+      rows: options.maxRows ?? 500,
+      sessions: options.maxSessions ?? 200,
+      minutes: options.maxMinutes ?? 180,
+    };
+  }
+
+  /** Analyzes a finished exchange and tells every listener; a record the analyzer skips returns undefined. */
+  add(record: CaptureRecord): LiveRequest | undefined {
+    const a = this.analyzer.add(record);
+    if (!a) return undefined;
+    const u = a.usage;
+    const row: LiveRequest = {
+      id: a.id,
+      time: a.time,
+      session: a.session,
+      conversation: a.conversation,
+      relation: a.relation,
+      turn: a.turn,
+      provider: a.provider,
+      model: a.model,
+      status: a.status,
+      inputTokens: u?.inputTotal ?? 0,
+      readTokens: u?.cacheRead ?? 0,
+      writtenTokens: u?.cacheWrite ?? 0,
+      hitRate: u?.cacheReported && u.inputTotal > 0 ? u.cacheRead / u.inputTotal : null,
+      cost: a.cost?.total ?? null,
+      fixes: record.fixes.map((f) => ({ fix: f.fix, changed: f.changed, notes: f.notes })),
+    };
+    if (a.miss) {
+      row.cause = a.miss.cause;
+      row.sentence = describeMiss(a.miss);
+      row.rewrittenTokens = a.miss.rewrittenTokens;
+      row.waste = a.miss.waste;
+    }
+    this.tally(row);
+    for (const l of this.listeners) l(row);
+    return row;
+  }
+
+  subscribe(listener: LiveListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  snapshot(): LiveSnapshot {
+    return {
+      requests: [...this.rows],
+      sessions: [...this.sessions.values()].sort((x, y) => y.last - x.last),
+      minutes: [...this.minutes.values()].sort((x, y) => x.minute - y.minute),
+      totals: { ...this.totals },
+    };
+  }
+
+  private tally(row: LiveRequest): void {
+    this.rows.push(row);
+    if (this.rows.length > this.max.rows) this.rows.shift();
+    const waste = row.waste ?? 0;
+    this.totals.requests++;
+    this.totals.inputTokens += row.hitRate === null ? 0 : row.inputTokens;
+    this.totals.readTokens += row.readTokens;
+    this.totals.cost += row.cost ?? 0;
+    this.totals.waste += waste;
+    const s = this.sessions.get(row.session) ?? {
+      session: row.session,
+      requests: 0,
+      inputTokens: 0,
+      readTokens: 0,
+      cost: 0,
+      waste: 0,
+      last: row.time,
+    };
+    s.requests++;
+    s.inputTokens += row.hitRate === null ? 0 : row.inputTokens;
+    s.readTokens += row.readTokens;
+    s.cost += row.cost ?? 0;
+    s.waste += waste;
+    s.last = Math.max(s.last, row.time);
+    this.sessions.delete(row.session);
+    this.sessions.set(row.session, s);
+    if (this.sessions.size > this.max.sessions) {
+      const oldest = this.sessions.keys().next().value;
+      if (oldest !== undefined) this.sessions.delete(oldest);
+    }
+    const minute = Math.floor(row.time / 60_000) * 60_000;
+    const m = this.minutes.get(minute) ?? { minute, inputTokens: 0, readTokens: 0, waste: 0, requests: 0 };
+    m.requests++;
+    m.inputTokens += row.hitRate === null ? 0 : row.inputTokens;
+    m.readTokens += row.readTokens;
+    m.waste += waste;
+    this.minutes.set(minute, m);
+    if (this.minutes.size > this.max.minutes) {
+      const first = Math.min(...this.minutes.keys());
+      this.minutes.delete(first);
+    }
+  }
+}
+
+/** The log line for a finished request: time, session, model, hit rate, cause when it missed, cost. */
+export function liveLogLine(r: LiveRequest): string {
+  const hit = r.hitRate === null ? 'hit n/a' : `hit ${(r.hitRate * 100).toFixed(1)}%`;
+  const cost = r.cost === null ? 'unpriced' : `$${r.cost.toFixed(4)}`;
+  const miss =
+    r.cause && r.cause !== 'cold_start' ? ` ${r.cause}${r.waste ? ` (-$${r.waste.toFixed(4)})` : ''}` : '';
+  return `${clockTimeMs(r.time)} ${r.session} ${r.model ?? '?'} ${r.status ?? '-'} ${hit}${miss} ${cost}`;
+}
