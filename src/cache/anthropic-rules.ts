@@ -2,6 +2,7 @@
 // mid-conversation system messages, tool changes, tool_use/tool_result pairing. Pure: a body in, a verdict out.
 
 import type { Prefix } from '../prefix/build-prefix.js';
+import { checkAnthropicFieldTypes } from './anthropic-field-types.js';
 import { anthropicModelFacts } from './anthropic-models.js';
 
 /** A rule the request broke: the provider's error type and message. */
@@ -113,6 +114,8 @@ export function checkAnthropicRequest(
   prefix: Prefix,
   options: AnthropicCheckOptions = {},
 ): RuleViolation | undefined {
+  const typed = checkAnthropicFieldTypes(body);
+  if (typed) return typed;
   if (typeof body.model !== 'string' || body.model === '') return bad('model: Field required');
   if (
     !options.countTokens &&

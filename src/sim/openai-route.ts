@@ -2,6 +2,7 @@
 // diagnostics, scripted replies, JSON or SSE chunks/events the SDK parses. No real model runs.
 
 import type { OpenAICacheResult } from '../cache/openai-cache.js';
+import { checkOpenAIFieldTypes } from '../cache/openai-field-types.js';
 import { CachewardError, WireFormatError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { type Incoming, readIncoming, stallOf, streamContext } from './incoming.js';
@@ -49,6 +50,8 @@ async function prepare(ctx: SimContext, request: Request, kind: Kind): Promise<P
     }
     throw err;
   }
+  const typed = checkOpenAIFieldTypes(body, kind);
+  if (typed) return fail(400, typed.message, typed.param);
   if (typeof body.model !== 'string' || !body.model)
     return fail(400, "Missing required parameter: 'model'.", 'model');
   if (kind === 'chat') {

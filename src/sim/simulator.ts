@@ -93,7 +93,15 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       return errorResponse(provider, 404, `Not Found: ${method} ${path}`, ctx.id('req_'));
     } catch (err) {
       onError(err);
-      return errorResponse('anthropic', 500, 'Internal server error', ctx.id('req_'));
+      // Shaped as the route's own provider would send it: an OpenAI client never sees an Anthropic body.
+      return path.startsWith('/v1/chat/') || path.startsWith('/v1/responses')
+        ? errorResponse(
+            'openai',
+            500,
+            'The server had an error while processing your request.',
+            ctx.id('req_'),
+          )
+        : errorResponse('anthropic', 500, 'Internal server error', ctx.id('req_'));
     }
   };
 
