@@ -34,6 +34,11 @@ export interface SimulatorOptions {
   openaiOverflowPerMinute?: number;
   /** Characters per streamed delta (default 24). */
   streamChunkChars?: number;
+  /**
+   * The simulated OpenAI organization has Zero Data Retention: `prompt_cache_retention` defaults to
+   * `in_memory` instead of `24h` on models that support both (`cacheward sim --zdr`).
+   */
+  zdr?: boolean;
   /** Where unexpected errors are reported (default stderr). */
   onError?: (err: unknown) => void;
 }
@@ -71,6 +76,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     anthropicModelOverrides: options.anthropicModelOverrides,
     openaiOverflowPerMinute: options.openaiOverflowPerMinute,
     streamChunkChars: options.streamChunkChars ?? 24,
+    zdr: options.zdr ?? false,
   });
   const onError =
     options.onError ?? ((err: unknown) => process.stderr.write(`cacheward sim: ${String(err)}\n`));
