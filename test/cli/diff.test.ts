@@ -76,7 +76,10 @@ describe('cacheward diff', () => {
   });
 
   it('names the file, line and column of nesting too deep or invalid UTF-8, and exits 2', async () => {
-    const deep = file('deep.json', `{"model":"m","messages":[],\n"metadata":${'['.repeat(600)}${']'.repeat(600)}}`);
+    const deep = file(
+      'deep.json',
+      `{"model":"m","messages":[],\n"metadata":${'['.repeat(600)}${']'.repeat(600)}}`,
+    );
     const r = await cli(['diff', deep, deep]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
