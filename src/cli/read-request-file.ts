@@ -97,7 +97,7 @@ export function parseRequestBytes(
     if (err instanceof JsonDepthError) {
       const p = byteToPosition(bytes, err.position.offset + offset);
       throw new InputError(
-        `${path}:${p.line}:${p.column}: nested deeper than ${err.maxDepth} levels (byte ${p.offset}); not a request body cacheward reads`,
+        `${label}:${p.line}:${p.column}: nested deeper than ${err.maxDepth} levels (byte ${p.offset}); not a request body cacheward reads`,
         { cause: err },
       );
     }
