@@ -37,6 +37,7 @@ export {
   TTL_1H,
   TTL_5M,
 } from './cache/anthropic-rules.js';
+export { type ThinkingInContext, thinkingInContext } from './cache/anthropic-thinking.js';
 export { type CacheEntry, EntryStore, type EntryStoreOptions } from './cache/entry-store.js';
 export {
   breakpointPlan,
@@ -49,6 +50,14 @@ export {
   openaiModelFacts,
 } from './cache/openai-cache.js';
 export {
+  type OpenAIRetention,
+  openaiDefaultRetention,
+  openaiHasDiagnostics,
+  openaiRetentions,
+  resolveOpenAIRetention,
+  retentionTtlMs,
+} from './cache/openai-rules.js';
+export {
   type SimulatedResult,
   type SimulateOptions,
   simulateRequests,
@@ -57,11 +66,13 @@ export {
 export { type AdvanceableClock, type Clock, OffsetClock, VirtualClock } from './core/clock.js';
 export {
   CachewardError,
+  JsonDepthError,
   JsonSyntaxError,
   StreamFormatError,
   type TextPosition,
   WireFormatError,
 } from './core/errors.js';
+export { BILLING_HEADER_PREFIX, billingHeaderUnit } from './prefix/billing-header.js';
 export {
   LEVELS,
   type Prefix,
@@ -72,7 +83,9 @@ export {
   type PrefixLevelInfo,
   parsePrefix,
 } from './prefix/build-prefix.js';
+export { chainedBody, chainPrefix, inputFragment, outputFragment } from './prefix/chained-prefix.js';
 export { describeComparison, describeDivergence } from './prefix/describe-divergence.js';
+export { dropBlocks } from './prefix/drop-blocks.js';
 export {
   type BlocksChange,
   comparePrefixes,

@@ -10,6 +10,7 @@ import {
   TTL_1H,
   TTL_5M,
 } from './anthropic-rules.js';
+import { thinkingInContext } from './anthropic-thinking.js';
 import { type CacheEvidence, deepestUnreadable, type Unreadable } from './cache-evidence.js';
 import { type CacheEntry, EntryStore } from './entry-store.js';
 
@@ -44,6 +45,11 @@ export interface AnthropicCacheResult {
   beyondLookback: { blockIndex: number; tokens: number } | null;
   /** What could be read and why not more (always present; the scan runs only with `explain`). */
   evidence: CacheEvidence;
+  /**
+   * Thinking stripped from context on a model that does not keep it (anthropic-thinking.ts): the prefix
+   * actually keyed and counted (block indices above refer to it), and what was stripped. Null otherwise.
+   */
+  thinkingStripped: { prefix: Prefix; blocks: number; tokens: number } | null;
 }
 
 /** Options for an {@link AnthropicCache}. */
@@ -78,6 +84,9 @@ export class AnthropicCache {
     writer: string,
     options: { explain?: boolean } = {},
   ): AnthropicCacheResult | RuleViolation {
+    // Older models strip earlier thinking from context: key and count what the model actually sees.
+    const inContext = thinkingInContext(prefix, this.facts(prefix.model));
+    prefix = inContext.prefix;
     const breakpoints = anthropicBreakpoints(prefix);
     if (!Array.isArray(breakpoints)) return breakpoints;
     this.store.sweep(start);
@@ -195,6 +204,9 @@ export class AnthropicCache {
       minimumTokens: minimum,
       pendingMatches,
       beyondLookback,
+      thinkingStripped: inContext.stripped
+        ? { prefix, blocks: inContext.stripped, tokens: inContext.strippedTokens }
+        : null,
     };
   }
 

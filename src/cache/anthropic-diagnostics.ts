@@ -17,6 +17,8 @@ export type AnthropicMissReason =
 
 /** What is kept of a request to compare the next one with: keys and sizes, no text. */
 interface Fingerprint {
+  /** The workspace it came from (an API-key hash in the simulator): fingerprints are scoped to it. */
+  scope: string;
   model: string | undefined;
   toolsEnd: string;
   systemEnd: string;
@@ -29,10 +31,11 @@ function endOf(prefix: Prefix, level: 'tools' | 'system'): string {
   return l.end > l.start ? (prefix.blocks[l.end - 1]?.hash ?? l.foldHash) : l.foldHash;
 }
 
-function fingerprint(prefix: Prefix): Fingerprint {
+function fingerprint(prefix: Prefix, scope: string): Fingerprint {
   const { images: _images, ...params } = prefix.levels.messages.params;
   const m = prefix.levels.messages;
   return {
+    scope,
     model: prefix.model,
     toolsEnd: endOf(prefix, 'tools'),
     systemEnd: endOf(prefix, 'system'),
@@ -57,9 +60,9 @@ export class AnthropicDiagnostics {
     this.records = new ExpiringRecords(options.retentionMs ?? 60 * 60_000, options.maxRecords ?? 100_000);
   }
 
-  /** Keeps the request that produced response `id`. */
-  remember(id: string, prefix: Prefix, now: number): void {
-    this.records.set(id, fingerprint(prefix), now);
+  /** Keeps the request that produced response `id`, sent from workspace `scope`. */
+  remember(id: string, prefix: Prefix, now: number, scope = ''): void {
+    this.records.set(id, fingerprint(prefix, scope), now);
   }
 
   clear(): void {
@@ -68,17 +71,19 @@ export class AnthropicDiagnostics {
 
   /**
    * The response's `diagnostics` for a request that asked with `previous_message_id` (`null` on a first
-   * turn): null when nothing diverged, else `{ cache_miss_reason }`.
+   * turn): null when nothing diverged, else `{ cache_miss_reason }`. A fingerprint from another workspace
+   * is not found ("scoped to your organization and workspace", cache-diagnostics.md).
    */
   compare(
     previousId: string | null,
     prefix: Prefix,
     now: number,
+    scope = '',
   ): { cache_miss_reason: AnthropicMissReason } | null {
     if (previousId === null) return null;
     const prev = this.records.get(previousId, now);
-    if (!prev) return { cache_miss_reason: { type: 'previous_message_not_found' } };
-    const cur = fingerprint(prefix);
+    if (!prev || prev.scope !== scope) return { cache_miss_reason: { type: 'previous_message_not_found' } };
+    const cur = fingerprint(prefix, scope);
     const missedFrom = (blockIndex: number) =>
       prefix.totalTokens - (prefix.blocks[blockIndex - 1]?.cumulativeTokens ?? 0);
     const changed = (

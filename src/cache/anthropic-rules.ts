@@ -2,7 +2,10 @@
 // mid-conversation system messages, tool changes, tool_use/tool_result pairing. Pure: a body in, a verdict out.
 
 import type { Prefix } from '../prefix/build-prefix.js';
+import { checkAnthropicFieldTypes } from './anthropic-field-types.js';
 import { anthropicModelFacts } from './anthropic-models.js';
+import { checkMaxTokens } from './anthropic-prewarm.js';
+import { checkToolSearch } from './anthropic-tool-search.js';
 
 /** A rule the request broke: the provider's error type and message. */
 export interface RuleViolation {
@@ -113,13 +116,11 @@ export function checkAnthropicRequest(
   prefix: Prefix,
   options: AnthropicCheckOptions = {},
 ): RuleViolation | undefined {
+  const typed = checkAnthropicFieldTypes(body);
+  if (typed) return typed;
   if (typeof body.model !== 'string' || body.model === '') return bad('model: Field required');
-  if (
-    !options.countTokens &&
-    (typeof body.max_tokens !== 'number' || !Number.isInteger(body.max_tokens) || body.max_tokens < 1)
-  ) {
-    return bad('max_tokens: Field required (a positive integer)');
-  }
+  const maxTokens = checkMaxTokens(body, options.countTokens ?? false);
+  if (maxTokens) return maxTokens;
   const messages = body.messages;
   if (!Array.isArray(messages)) return bad('messages: Field required');
   if (messages.length === 0) return bad('messages: at least one message is required');
@@ -164,9 +165,18 @@ export function checkAnthropicRequest(
       }
     }
   }
+  const search = checkToolSearch(body);
+  if (search) return search;
   return checkToolPairing(messages as Json[]);
 }
 
+/**
+ * Placement of a mid-conversation system message (mid-conversation-system-messages.md, "Limitations"): "A
+ * `system` message must immediately follow a `user` turn (including a `user` turn that carries
+ * `tool_result` blocks) or an `assistant` turn ending in a server tool result, and must precede an
+ * `assistant` turn or end the array." "Consecutive system messages are accepted and treated as a single
+ * system section, which follows the same placement rule as a whole." Checked once per section.
+ */
 function checkSystemMessage(
   messages: unknown[],
   m: number,
@@ -178,16 +188,29 @@ function checkSystemMessage(
       `messages.${m}.role: system messages inside messages are not supported on ${model}; use the top-level system field`,
     );
   }
+  const isSystem = (i: number) => isObj(messages[i]) && (messages[i] as Json).role === 'system';
+  if (m > 0 && isSystem(m - 1)) return undefined; // the section was checked at its first message
   if (m === 0) return bad(`messages.${m}: a system message cannot be the first message`);
+  let end = m;
+  while (isSystem(end + 1)) end++;
   const before = messages[m - 1] as Json;
-  if (before.role !== 'user') {
-    return bad(`messages.${m}: a system message must follow a user turn (tool results count as one)`);
+  if (before.role !== 'user' && !(before.role === 'assistant' && endsInServerToolResult(before))) {
+    return bad(
+      `messages.${m}: a system message must follow a user turn (tool results count as one) or an assistant turn ending in a server tool result`,
+    );
   }
-  const after = messages[m + 1] as Json | undefined;
+  const after = messages[end + 1] as Json | undefined;
   if (after && after.role !== 'assistant') {
-    return bad(`messages.${m}: a system message must be followed by an assistant turn or end the messages`);
+    return bad(`messages.${end}: a system message must be followed by an assistant turn or end the messages`);
   }
   return undefined;
+}
+
+/** An assistant turn whose last block is a server tool's result (`web_search_tool_result`, …). */
+function endsInServerToolResult(msg: Json): boolean {
+  const last = Array.isArray(msg.content) ? msg.content[msg.content.length - 1] : undefined;
+  const type = isObj(last) ? last.type : undefined;
+  return typeof type === 'string' && type.endsWith('_tool_result') && type !== 'tool_result';
 }
 
 const blocksOf = (msg: Json): Json[] =>

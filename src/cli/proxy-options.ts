@@ -37,7 +37,10 @@ export function addProxyOptions(cmd: Command, defaultPort: string): Command {
     )
     .option('--dir <dir>', 'capture folder (default $XDG_STATE_HOME/cacheward or ~/.local/state/cacheward)')
     .option('--max-mb <n>', 'bound on the capture folder; the oldest files go first')
-    .option('--fix <names>', 'fixes to apply, comma-separated: tools-freeze, tools-sort, pin-reminders, ttl')
+    .option(
+      '--fix <names>',
+      'fixes to apply, comma-separated: tools-freeze, tools-sort, pin-reminders, ttl, strip-billing-header',
+    )
     .addOption(new Option('--ttl <ttl>', 'the TTL the ttl fix sets').choices(['5m', '1h']).default('1h'))
     .option('--token <token>', 'require this value in the x-cacheward-token header');
 }

@@ -2,7 +2,7 @@
 // `{"route"?, "headers"?, "body": {...}}` such as a capture record. It never prints or keeps header secrets.
 
 import { readFile } from 'node:fs/promises';
-import { CachewardError, JsonSyntaxError, WireFormatError } from '../core/errors.js';
+import { CachewardError, JsonDepthError, JsonSyntaxError, WireFormatError } from '../core/errors.js';
 import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { byteToPosition, parseSpan, scanJson } from '../wire/json-scan.js';
 import {
@@ -93,6 +93,13 @@ export function parseRequestBytes(
       throw new InputError(`${label}:${p.line}:${p.column}: invalid JSON (byte ${p.offset}): ${err.detail}`, {
         cause: err,
       });
+    }
+    if (err instanceof JsonDepthError) {
+      const p = byteToPosition(bytes, err.position.offset + offset);
+      throw new InputError(
+        `${label}:${p.line}:${p.column}: nested deeper than ${err.maxDepth} levels (byte ${p.offset}); not a request body cacheward reads`,
+        { cause: err },
+      );
     }
     if (err instanceof WireFormatError) {
       const p = err.position ? byteToPosition(bytes, err.position.offset + offset) : undefined;

@@ -32,6 +32,20 @@ export class JsonSyntaxError extends CachewardError {
   }
 }
 
+/** The input nests arrays and objects deeper than the limit: refused before any recursive code sees it. */
+export class JsonDepthError extends CachewardError {
+  readonly position: TextPosition;
+  readonly maxDepth: number;
+  constructor(maxDepth: number, position: TextPosition) {
+    super(
+      'CW_JSON_DEPTH',
+      `the JSON nests arrays and objects deeper than ${maxDepth} levels (at line ${position.line}, column ${position.column}, byte ${position.offset}); flatten that value`,
+    );
+    this.position = position;
+    this.maxDepth = maxDepth;
+  }
+}
+
 /** The input is JSON but not a request body of the expected provider format. `path` is a JSON pointer-like path. */
 export class WireFormatError extends CachewardError {
   readonly path: string;

@@ -43,14 +43,16 @@ export interface FixResult<S> {
  * A change a fix declares. `insert-message`: a message the client did not send, at this index of the
  * forwarded messages. `restructure`: the same content units in a different message shape. `tools`: the
  * forwarded tools[] differs from the client's (frozen, sorted, or with deferred additions). `ttl`: cache
- * marker lifetimes changed. `beta`: an anthropic-beta value was added.
+ * marker lifetimes changed. `beta`: an anthropic-beta value was added. `system`: a system block the
+ * client sent is not forwarded (what and why in `detail`).
  */
 export type DeclaredChange =
   | { kind: 'insert-message'; index: number }
   | { kind: 'restructure' }
   | { kind: 'tools'; detail: string }
   | { kind: 'ttl'; ttl: string }
-  | { kind: 'beta'; value: string };
+  | { kind: 'beta'; value: string }
+  | { kind: 'system'; detail: string };
 
 /** A pure request rewrite: `(request, conversationState, context) → { request, state, notes }`. */
 export interface Fix<S = unknown> {

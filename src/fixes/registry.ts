@@ -3,6 +3,7 @@
 
 import { FixRegistry } from './fix.js';
 import { pinReminders } from './pin-reminders.js';
+import { stripBillingHeader } from './strip-billing-header.js';
 import { toolsFreeze } from './tools-freeze.js';
 import { toolsSort } from './tools-sort.js';
 import { ttlFix } from './ttl.js';
@@ -13,5 +14,6 @@ export function fixRegistry(ttl: '5m' | '1h' = '1h'): FixRegistry {
     .register(toolsFreeze)
     .register(toolsSort)
     .register(pinReminders)
-    .register(ttlFix(ttl));
+    .register(ttlFix(ttl))
+    .register(stripBillingHeader);
 }

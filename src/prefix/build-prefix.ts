@@ -11,6 +11,7 @@ import {
   type RequestBody,
   type WireFormat,
 } from '../wire/request-body.js';
+import { billingHeaderUnit } from './billing-header.js';
 import { KeyChain } from './key-chain.js';
 import { stableJson } from './stable-json.js';
 import { TranscriptChain } from './transcript.js';
@@ -75,10 +76,28 @@ export interface Prefix {
   totalTokens: number;
   /** A top-level `cache_control` (automatic caching), when sent. */
   autoCacheControl?: CacheMarker;
+  /**
+   * Claude Code's billing line (its first system block, `x-anthropic-billing-header: …`), when present:
+   * left out of blocks, keys and tokens, as the Anthropic API keeps it outside the cache key (observed;
+   * see billing-header.ts).
+   */
+  billingHeader?: ByteSpan;
   body: RequestBody;
 }
 
 export const LEVELS: readonly PrefixLevel[] = ['tools', 'system', 'messages'];
+
+/** Where every key chain starts (bumped when the key derivation changes). */
+export const PREFIX_SEED = 'cacheward-prefix-v2';
+
+/** The fold at the start of `level`: everything before it (`running`) with the level's parameters. */
+export function foldLevel(
+  running: string,
+  level: PrefixLevel,
+  params: Readonly<Record<string, unknown>>,
+): string {
+  return hash('sha256', `${running}\n${level}\n${stableJson(params)}`, 'hex');
+}
 
 /** A parameter that is rendered into the prompt: which level it invalidates and which top-level field holds it. */
 interface ParamRule {
@@ -264,20 +283,21 @@ export class PrefixBuilder {
 
     const blocks: PrefixBlock[] = [];
     const levels = {} as Record<PrefixLevel, PrefixLevelInfo>;
-    let running = 'cacheward-prefix-v2';
+    let running = PREFIX_SEED;
     let tokens = 0;
     let u = 0;
     const chain = new KeyChain();
     const transcript = new TranscriptChain();
+    const billing = billingHeaderUnit(body);
     for (const level of LEVELS) {
-      running = hash('sha256', `${running}\n${level}\n${stableJson(params[level])}`, 'hex');
+      running = foldLevel(running, level, params[level]);
       chain.reset(running);
       const foldHash = running;
       const start = blocks.length;
       for (; u < body.units.length && body.units[u]?.level === level; u++) {
         const unit = body.units[u];
         const info = infos[u];
-        if (!unit || !info || info.deferLoading) continue;
+        if (!unit || !info || info.deferLoading || u === billing) continue;
         // A message's first block also carries the message boundary, its role and its other fields.
         if (unit.messageHeader !== undefined) chain.absorb(messageStart(unit.role ?? '', unit.messageHeader));
         chain.absorb(info.contentHash);
@@ -315,6 +335,7 @@ export class PrefixBuilder {
       totalTokens: tokens,
       body,
     };
+    if (billing >= 0) prefix.billingHeader = (body.units[billing] as RawUnit).span;
     const auto = body.fields.cache_control;
     if (auto && typeof auto === 'object') prefix.autoCacheControl = auto as CacheMarker;
     return prefix;
@@ -349,7 +370,7 @@ export class PrefixBuilder {
 const messageStarts = new Map<string, Map<string, string>>();
 
 /** The identity of a message boundary with its role and fields (interned: there are few distinct ones). */
-function messageStart(role: string, header: string): string {
+export function messageStart(role: string, header: string): string {
   let byHeader = messageStarts.get(role);
   if (!byHeader) {
     byHeader = new Map();

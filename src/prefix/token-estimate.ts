@@ -2,6 +2,7 @@
 // It must never read anything but its argument, so the same block always gets the same estimate.
 
 import { isAscii } from 'node:buffer';
+import { encryptedReasoningTokens } from './encrypted-reasoning.js';
 
 /** What an estimator sees of a block: its kind and its canonical JSON (cache markers removed). */
 export interface EstimatorInput {
@@ -43,11 +44,17 @@ const DATA_NEEDLE = Buffer.from('"data":"');
  * The default estimator. English text and JSON run at about four characters a token in current
  * tokenizers; text outside ASCII at about one token per two UTF-8 bytes. So: ASCII bytes ÷ 4 plus
  * non-ASCII bytes ÷ 2, rounded up, at least 1. Base64 payloads (images, PDFs) are not text: an image
- * counts {@link IMAGE_TOKENS}; other base64 data one token per 750 decoded bytes. Real counts come from
+ * counts {@link IMAGE_TOKENS}; other base64 data one token per 750 decoded bytes. A reasoning item whose
+ * `encrypted_content` the simulator wrote counts the reasoning tokens it stands for. Real counts come from
  * the provider's usage; this estimate only has to size blocks consistently.
  */
 export const defaultTokenEstimator: TokenEstimator = ({ kind, bytes, text, flat }) => {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  // A Responses reasoning item sent back counts as the reasoning it stands for (encrypted-reasoning.ts).
+  if (kind === 'reasoning') {
+    const reasoning = encryptedReasoningTokens(buf);
+    if (reasoning !== undefined) return reasoning;
+  }
   let ascii = 0;
   let other = 0;
   let extra = 0;

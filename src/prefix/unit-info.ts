@@ -68,9 +68,9 @@ export class UnitReader {
   private readonly limit: number;
   /**
    * For benchmarks and tests: units computed from scratch, found in memory by identity, and reused from
-   * the previous body by a byte compare (counted by the PrefixBuilder).
+   * the previous body by a byte compare (counted by the PrefixBuilder), and units evicted from memory.
    */
-  readonly stats = { computed: 0, remembered: 0, reused: 0 };
+  readonly stats = { computed: 0, remembered: 0, reused: 0, evicted: 0 };
 
   constructor(options: UnitReaderOptions = {}) {
     this.estimate = options.estimateTokens ?? defaultTokenEstimator;
@@ -117,14 +117,28 @@ export class UnitReader {
     return marker ? { ...info, cacheControl: marker } : info;
   }
 
+  /** How many units are remembered now, and the bound. */
+  memoSize(): { size: number; limit: number } {
+    return { size: this.size, limit: this.limit };
+  }
+
+  /**
+   * Full: drops the oldest tenth of the bound at once, from the largest form's memo first (insertion
+   * order). One entry at a time would walk every slot deleted before it at the head of the Map (V8 keeps
+   * them until a rehash): O(bound) per new unit. A batch makes eviction amortized O(1).
+   */
   private evictOldest(): void {
-    // Evict from the largest form's memo, oldest entry first (insertion order).
-    let largest: Map<string, Info> | undefined;
-    for (const m of this.memo.values()) if (!largest || m.size > largest.size) largest = m;
-    const oldest = largest?.keys().next().value;
-    if (largest && oldest !== undefined) {
-      largest.delete(oldest);
-      this.size--;
+    let todo = Math.max(1, Math.ceil(this.limit / 10));
+    while (todo > 0 && this.size > 0) {
+      let largest: Map<string, Info> | undefined;
+      for (const m of this.memo.values()) if (!largest || m.size > largest.size) largest = m;
+      if (!largest || largest.size === 0) return;
+      for (const key of largest.keys()) {
+        largest.delete(key);
+        this.size--;
+        this.stats.evicted++;
+        if (--todo === 0) break;
+      }
     }
   }
 

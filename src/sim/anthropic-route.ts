@@ -2,6 +2,7 @@
 // usage, diagnostics, scripted replies, JSON or SSE with every event the SDK expects. No real model runs.
 
 import { CACHE_DIAGNOSIS_BETA } from '../cache/anthropic-diagnostics.js';
+import { isPrewarm } from '../cache/anthropic-prewarm.js';
 import { checkAnthropicRequest, type RuleViolation } from '../cache/anthropic-rules.js';
 import { CachewardError, WireFormatError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
@@ -47,7 +48,11 @@ export async function anthropicRoute(
     return json({ input_tokens: prefix.totalTokens }, requestId);
   }
 
-  const turn = pickTurn(ctx.options.script, conversationText(body, 'anthropic'), assistantTurns(body));
+  // A pre-warm (max_tokens: 0) generates nothing: no scripted turn is played for it.
+  const prewarm = isPrewarm(body);
+  const turn: ScriptedTurn = prewarm
+    ? {}
+    : pickTurn(ctx.options.script, conversationText(body, 'anthropic'), assistantTurns(body));
   if (turn.error) return fail(turn.error.status, turn.error.message ?? 'Scripted error');
   const unplayable = unplayableOn('Messages', turn);
   if (unplayable) return fail(500, unplayable);
@@ -62,9 +67,11 @@ export async function anthropicRoute(
   });
 
   const id = ctx.id('msg_');
-  const content = replyBlocks(ctx, turn);
-  const outputTokens = Math.max(1, Math.ceil(JSON.stringify(content).length / 4));
-  const stopReason = turn.stop_reason ?? (turn.tool_calls?.length ? 'tool_use' : 'end_turn');
+  const content = prewarm ? [] : replyBlocks(ctx, turn);
+  const outputTokens = prewarm ? 0 : Math.max(1, Math.ceil(JSON.stringify(content).length / 4));
+  const stopReason = prewarm
+    ? 'max_tokens'
+    : (turn.stop_reason ?? (turn.tool_calls?.length ? 'tool_use' : 'end_turn'));
   const usage = { ...result.usage, output_tokens: outputTokens, service_tier: 'standard' };
 
   const betas = new Set(prefix.body.betas);
@@ -76,9 +83,11 @@ export async function anthropicRoute(
       typeof prev === 'string' ? prev : null,
       prefix,
       incoming.start,
+      incoming.scope,
     );
   }
-  if (betas.has(CACHE_DIAGNOSIS_BETA)) ctx.anthropicDiagnostics.remember(id, prefix, incoming.start);
+  if (betas.has(CACHE_DIAGNOSIS_BETA))
+    ctx.anthropicDiagnostics.remember(id, prefix, incoming.start, incoming.scope);
 
   const message: Json = {
     id,

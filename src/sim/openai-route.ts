@@ -2,11 +2,15 @@
 // diagnostics, scripted replies, JSON or SSE chunks/events the SDK parses. No real model runs.
 
 import type { OpenAICacheResult } from '../cache/openai-cache.js';
+import { checkOpenAIFieldTypes } from '../cache/openai-field-types.js';
+import { openaiHasDiagnostics, resolveOpenAIRetention } from '../cache/openai-rules.js';
 import { CachewardError, WireFormatError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
+import { addEncryptedReasoning } from './encrypted-reasoning.js';
 import { type Incoming, readIncoming, stallOf, streamContext } from './incoming.js';
 import { errorBody, errorResponse, requestIdHeader } from './provider-errors.js';
 import { pickTurn, type ScriptedTurn, unplayableOn } from './reply-script.js';
+import { resolveChain, storeResponse } from './response-chain.js';
 import { isToolCallItem, toolCallEvents, toolCallItem } from './responses-tool-calls.js';
 import { conversationText } from './script-match.js';
 import { chunkText, type SimContext } from './sim-context.js';
@@ -28,9 +32,9 @@ interface Prepared {
 async function prepare(ctx: SimContext, request: Request, kind: Kind): Promise<Prepared | Response> {
   const incoming = await readIncoming(ctx, request, 'openai');
   if (incoming instanceof Response) return incoming;
-  const fail = (status: number, message: string, param: string | null = null) => {
+  const fail = (status: number, message: string, param: string | null = null, code?: string) => {
     ctx.counters.errors++;
-    return errorResponse('openai', status, message, incoming.requestId, {}, param);
+    return errorResponse('openai', status, message, incoming.requestId, {}, param, code);
   };
   let prefix: Prefix;
   let body: Json;
@@ -49,6 +53,8 @@ async function prepare(ctx: SimContext, request: Request, kind: Kind): Promise<P
     }
     throw err;
   }
+  const typed = checkOpenAIFieldTypes(body, kind);
+  if (typed) return fail(400, typed.message, typed.param);
   if (typeof body.model !== 'string' || !body.model)
     return fail(400, "Missing required parameter: 'model'.", 'model');
   if (kind === 'chat') {
@@ -75,6 +81,14 @@ async function prepare(ctx: SimContext, request: Request, kind: Kind): Promise<P
   } else if (body.input === undefined && body.previous_response_id === undefined) {
     return fail(400, "Missing required parameter: 'input'.", 'input');
   }
+  if (kind === 'responses') {
+    // A previous_response_id chain: the cache sees the whole conversation (response-chain.ts).
+    const whole = resolveChain(ctx, prefix, body, incoming);
+    if ('code' in whole) return fail(400, whole.message, whole.param, whole.code);
+    prefix = whole;
+  }
+  const retention = resolveOpenAIRetention(body.model, body.prompt_cache_retention, { zdr: ctx.options.zdr });
+  if ('error' in retention) return fail(400, retention.error, 'prompt_cache_retention');
   const turnIndex = kind === 'chat' ? chatTurns(body) : responsesTurns(ctx, body);
   const turn = pickTurn(ctx.options.script, conversationText(body, kind), turnIndex);
   if (turn.error) return fail(turn.error.status, turn.error.message ?? 'Scripted error');
@@ -82,7 +96,7 @@ async function prepare(ctx: SimContext, request: Request, kind: Kind): Promise<P
   if (unplayable) return fail(500, unplayable);
   const options = isObj(body.prompt_cache_options) ? body.prompt_cache_options : {};
   const result = ctx.openai.evaluate(prefix, incoming.scope, incoming.start, incoming.requestId, {
-    ...(typeof body.prompt_cache_retention === 'string' ? { retention: body.prompt_cache_retention } : {}),
+    retention: retention.retention,
     ...(typeof options.mode === 'string' ? { mode: options.mode } : {}),
   });
   ctx.countCache('openai', {
@@ -231,13 +245,17 @@ export async function responsesRoute(ctx: SimContext, request: Request): Promise
   }
   for (const c of turn.tool_calls ?? []) output.push(toolCallItem(ctx, c));
   const out = outputTokens(turn);
-  const details: Json = { cached_tokens: result.cachedTokens };
-  if (result.cacheWriteTokens !== undefined) details.cache_write_tokens = result.cacheWriteTokens;
+  // ResponseUsage: `cache_write_tokens: number` is always there on Responses (0 before GPT-5.6).
+  const details: Json = {
+    cached_tokens: result.cachedTokens,
+    cache_write_tokens: result.cacheWriteTokens ?? 0,
+  };
+  const reasoning = addEncryptedReasoning(output, body.include, turn.thinking, id);
   const usage = {
     input_tokens: result.totalTokens,
     input_tokens_details: details,
     output_tokens: out,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: reasoning },
     total_tokens: result.totalTokens + out,
   };
   const serviceTier =
@@ -273,14 +291,13 @@ export async function responsesRoute(ctx: SimContext, request: Request): Promise
     user: null,
   };
   if (typeof comparison === 'string') {
-    response.prompt_cache_diagnostics = ctx.openaiDiagnostics.compare(
-      comparison,
-      prefix,
-      serviceTier,
-      incoming.start,
-    );
+    // Diagnostics exist only on GPT-5.6 and later; earlier models get `unavailable`.
+    response.prompt_cache_diagnostics = openaiHasDiagnostics(prefix.model)
+      ? ctx.openaiDiagnostics.compare(comparison, prefix, serviceTier, incoming.start)
+      : { type: 'unavailable' };
   }
   ctx.openaiDiagnostics.remember(id, prefix, serviceTier, incoming.start);
+  storeResponse(ctx, id, prefix, body, output, incoming);
   ctx.responseTurns.set(id, responsesTurns(ctx, body) + 1);
   if (!(await begin(ctx, p))) return new Response(null, { status: 499 });
   if (body.stream !== true) return json(response, incoming.requestId);

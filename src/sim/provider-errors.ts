@@ -34,6 +34,7 @@ export function errorBody(
   message: string,
   requestId: string,
   param: string | null = null,
+  code?: string,
 ) {
   if (provider === 'anthropic') {
     return {
@@ -43,7 +44,7 @@ export function errorBody(
     };
   }
   const t = OPENAI_TYPES[status] ?? { type: 'server_error', code: null };
-  return { error: { message, type: t.type, param, code: t.code } };
+  return { error: { message, type: t.type, param, code: code ?? t.code } };
 }
 
 /** The "overloaded" status of each provider: Anthropic 529, OpenAI 503. */
@@ -59,8 +60,9 @@ export function errorResponse(
   requestId: string,
   headers: Record<string, string> = {},
   param: string | null = null,
+  code?: string,
 ): Response {
-  return new Response(JSON.stringify(errorBody(provider, status, message, requestId, param)), {
+  return new Response(JSON.stringify(errorBody(provider, status, message, requestId, param, code)), {
     status,
     headers: { 'content-type': 'application/json', ...requestIdHeader(provider, requestId), ...headers },
   });

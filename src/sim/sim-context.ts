@@ -12,6 +12,7 @@ import { PrefixBuilder } from '../prefix/build-prefix.js';
 import type { FaultRate } from './faults.js';
 import type { Provider } from './provider-errors.js';
 import type { ReplyScript } from './reply-script.js';
+import { ResponseStore } from './response-store.js';
 
 /** Counters reported by `GET /_sim/stats`. */
 export interface SimCounters {
@@ -61,6 +62,8 @@ export interface SimContextOptions {
   anthropicModelOverrides: Readonly<Record<string, Partial<AnthropicModelFacts>>> | undefined;
   openaiOverflowPerMinute: number | undefined;
   streamChunkChars: number;
+  /** The organization has Zero Data Retention: OpenAI's default retention is `in_memory`, not `24h`. */
+  zdr: boolean;
 }
 
 export class SimContext {
@@ -82,6 +85,8 @@ export class SimContext {
     anthropic: zeroProvider(),
     openai: zeroProvider(),
   };
+  /** Responses API: stored responses, the context a `previous_response_id` chain continues. */
+  readonly responses = new ResponseStore();
   /** Responses API: how many assistant turns a stored response id stands for (for previous_response_id). */
   readonly responseTurns = new Map<string, number>();
   private sequence = 0;
@@ -161,6 +166,7 @@ export class SimContext {
     this.anthropicDiagnostics.clear();
     this.openaiDiagnostics.clear();
     this.responseTurns.clear();
+    this.responses.clear();
     for (const k of Object.keys(this.counters) as Array<keyof SimCounters>) this.counters[k] = 0;
   }
 

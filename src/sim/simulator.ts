@@ -34,6 +34,11 @@ export interface SimulatorOptions {
   openaiOverflowPerMinute?: number;
   /** Characters per streamed delta (default 24). */
   streamChunkChars?: number;
+  /**
+   * The simulated OpenAI organization has Zero Data Retention: `prompt_cache_retention` defaults to
+   * `in_memory` instead of `24h` on models that support both (`cacheward sim --zdr`).
+   */
+  zdr?: boolean;
   /** Where unexpected errors are reported (default stderr). */
   onError?: (err: unknown) => void;
 }
@@ -71,6 +76,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     anthropicModelOverrides: options.anthropicModelOverrides,
     openaiOverflowPerMinute: options.openaiOverflowPerMinute,
     streamChunkChars: options.streamChunkChars ?? 24,
+    zdr: options.zdr ?? false,
   });
   const onError =
     options.onError ?? ((err: unknown) => process.stderr.write(`cacheward sim: ${String(err)}\n`));
@@ -93,7 +99,15 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       return errorResponse(provider, 404, `Not Found: ${method} ${path}`, ctx.id('req_'));
     } catch (err) {
       onError(err);
-      return errorResponse('anthropic', 500, 'Internal server error', ctx.id('req_'));
+      // Shaped as the route's own provider would send it: an OpenAI client never sees an Anthropic body.
+      return path.startsWith('/v1/chat/') || path.startsWith('/v1/responses')
+        ? errorResponse(
+            'openai',
+            500,
+            'The server had an error while processing your request.',
+            ctx.id('req_'),
+          )
+        : errorResponse('anthropic', 500, 'Internal server error', ctx.id('req_'));
     }
   };
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { JsonSyntaxError } from '../core/errors.js';
+import { JsonDepthError, JsonSyntaxError } from '../core/errors.js';
 import { locateJsonError } from './json-locate.js';
-import { byteToPosition, parseSpan, scanJson } from './json-scan.js';
+import { byteToPosition, MAX_JSON_DEPTH, parseSpan, scanJson } from './json-scan.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -39,8 +39,27 @@ describe('scanJson', () => {
   it('skips deeply nested leaves without recursion', () => {
     const deep = `${'['.repeat(20000)}${']'.repeat(20000)}`;
     const bytes = enc(`{"a":${deep}}`);
-    const root = scanJson(bytes, { members: {} });
+    const root = scanJson(bytes, { members: {} }, Number.POSITIVE_INFINITY);
     expect(root.end).toBe(bytes.length);
+  });
+
+  it('refuses nesting deeper than MAX_JSON_DEPTH, naming the byte where it went too deep', () => {
+    const at = (n: number) => `{"a":${'['.repeat(n)}${']'.repeat(n)}}`;
+    // The root object is one level: MAX_JSON_DEPTH - 1 arrays inside it is exactly the limit.
+    expect(scanJson(enc(at(MAX_JSON_DEPTH - 1)), { members: {} }).type).toBe('object');
+    let thrown: unknown;
+    try {
+      scanJson(enc(at(MAX_JSON_DEPTH)), { members: {} });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(JsonDepthError);
+    expect((thrown as JsonDepthError).code).toBe('CW_JSON_DEPTH');
+    expect((thrown as JsonDepthError).position.offset).toBe(5 + MAX_JSON_DEPTH - 1);
+    // Expanded members count too.
+    expect(() => scanJson(enc(`{"a":${at(MAX_JSON_DEPTH)}}`), { members: { a: { members: {} } } })).toThrow(
+      JsonDepthError,
+    );
   });
 
   it.each([

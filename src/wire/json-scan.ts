@@ -1,7 +1,7 @@
 // A structural JSON scanner over UTF-8 bytes: finds the byte spans of the values a request parser asks for.
 // It never builds values it was not asked to expand and never copies string contents; leaves are parsed later.
 
-import { JsonSyntaxError, type TextPosition } from '../core/errors.js';
+import { JsonDepthError, JsonSyntaxError, type TextPosition } from '../core/errors.js';
 import { locateJsonError } from './json-locate.js';
 
 /** What to expand while scanning: object members by key, or every array item. Anything else is a leaf. */
@@ -49,6 +49,12 @@ export interface ScanLeaf {
   first: number;
 }
 
+/**
+ * The deepest nesting of arrays and objects a document may have (model choice: neither provider documents
+ * one; 512 is far beyond any real tool schema and far below what recursive code downstream can handle).
+ */
+export const MAX_JSON_DEPTH = 512;
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const OPEN_OBJECT = 0x7b;
@@ -67,9 +73,9 @@ function isWhitespace(c: number): boolean {
  * Structure outside leaves is checked strictly; leaf contents are checked when they are parsed
  * (`parseLeaf`), so every byte of a document is validated exactly once by someone.
  */
-export function scanJson(bytes: Uint8Array, shape: ScanShape): ScanNode {
-  const scanner = new Scanner(bytes);
-  const root = scanner.value(scanner.skipWs(0), shape);
+export function scanJson(bytes: Uint8Array, shape: ScanShape, maxDepth = MAX_JSON_DEPTH): ScanNode {
+  const scanner = new Scanner(bytes, maxDepth);
+  const root = scanner.value(scanner.skipWs(0), shape, 0);
   const after = scanner.skipWs(root.end);
   if (after < bytes.length) scanner.fail(after, 'unexpected data after the end of the JSON value');
   return root;
@@ -81,7 +87,10 @@ class Scanner {
   /** The next backslash at or after the scan position (or Infinity): escapes are found in O(n) overall. */
   private nextBackslash: number;
 
-  constructor(private readonly bytes: Uint8Array) {
+  constructor(
+    private readonly bytes: Uint8Array,
+    private readonly maxDepth: number,
+  ) {
     const nb = bytes.indexOf(BACKSLASH);
     this.nextBackslash = nb < 0 ? Number.POSITIVE_INFINITY : nb;
   }
@@ -105,15 +114,22 @@ class Scanner {
     return pos;
   }
 
-  value(pos: number, shape: ScanShape | undefined): ScanNode {
+  /** Nesting went past the limit at `offset`: a precise error instead of a stack overflow downstream. */
+  tooDeep(offset: number): never {
+    throw new JsonDepthError(this.maxDepth, byteToPosition(this.bytes, offset));
+  }
+
+  /** The value at `pos`, which sits inside `depth` open arrays and objects. */
+  value(pos: number, shape: ScanShape | undefined, depth: number): ScanNode {
     const c = this.bytes[pos];
     if (c === undefined) this.fail(pos, 'unexpected end of input');
     const outer = this.clean;
     this.clean = true;
     let node: ScanNode;
-    if (c === OPEN_OBJECT && shape?.members) node = this.object(pos, shape.members, shape.only);
-    else if (c === OPEN_ARRAY && shape?.items) node = this.array(pos, shape.items);
-    else node = { type: 'leaf', start: pos, end: this.skipValue(pos), first: c, clean: true };
+    if ((c === OPEN_OBJECT || c === OPEN_ARRAY) && depth >= this.maxDepth) this.tooDeep(pos);
+    if (c === OPEN_OBJECT && shape?.members) node = this.object(pos, shape.members, depth + 1, shape.only);
+    else if (c === OPEN_ARRAY && shape?.items) node = this.array(pos, shape.items, depth + 1);
+    else node = { type: 'leaf', start: pos, end: this.skipValue(pos, depth), first: c, clean: true };
     node.clean = this.clean;
     this.clean = outer && this.clean;
     return node;
@@ -122,6 +138,7 @@ class Scanner {
   object(
     start: number,
     memberShapes: Readonly<Record<string, ScanShape>>,
+    depth: number,
     only?: readonly string[],
   ): ScanObject {
     const b = this.bytes;
@@ -150,9 +167,13 @@ class Scanner {
       pos = this.skipWs(pos + 1);
       if (key === undefined) {
         if (pos >= b.length) this.fail(pos, 'unexpected end of input');
-        pos = this.skipWs(this.skipValue(pos));
+        pos = this.skipWs(this.skipValue(pos, depth));
       } else {
-        const child = this.value(pos, Object.hasOwn(memberShapes, key) ? memberShapes[key] : undefined);
+        const child = this.value(
+          pos,
+          Object.hasOwn(memberShapes, key) ? memberShapes[key] : undefined,
+          depth,
+        );
         members.delete(key);
         members.set(key, child);
         pos = this.skipWs(child.end);
@@ -167,13 +188,13 @@ class Scanner {
     }
   }
 
-  array(start: number, itemShape: ScanShape): ScanArray {
+  array(start: number, itemShape: ScanShape, depth: number): ScanArray {
     const b = this.bytes;
     const items: ScanNode[] = [];
     let pos = this.skipWs(start + 1);
     if (b[pos] === CLOSE_ARRAY) return { type: 'array', start, end: pos + 1, items, clean: true };
     for (;;) {
-      const child = this.value(pos, itemShape);
+      const child = this.value(pos, itemShape, depth);
       items.push(child);
       pos = this.skipWs(child.end);
       const c = b[pos];
@@ -207,13 +228,18 @@ class Scanner {
     }
   }
 
-  /** Skips one value of any kind, checking only that brackets balance; its contents are checked when parsed. */
-  skipValue(pos: number): number {
+  /**
+   * Skips one value of any kind (inside `depth` open containers), checking only that brackets balance and
+   * that nesting stays within the limit; its contents are checked when parsed.
+   */
+  skipValue(pos: number, depth: number): number {
     const b = this.bytes;
     const c = b[pos] as number;
     if (c === QUOTE) return this.skipString(pos);
     if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
       const stack: number[] = [c];
+      const room = this.maxDepth - depth;
+      if (room <= 0) this.tooDeep(pos);
       let p = pos + 1;
       while (p < b.length) {
         const d = b[p] as number;
@@ -236,8 +262,10 @@ class Scanner {
           p = this.primitive(p);
           continue;
         }
-        if (d === OPEN_OBJECT || d === OPEN_ARRAY) stack.push(d);
-        else if (d === CLOSE_OBJECT || d === CLOSE_ARRAY) {
+        if (d === OPEN_OBJECT || d === OPEN_ARRAY) {
+          if (stack.length >= room) this.tooDeep(p);
+          stack.push(d);
+        } else if (d === CLOSE_OBJECT || d === CLOSE_ARRAY) {
           const open = stack.pop();
           if ((d === CLOSE_OBJECT) !== (open === OPEN_OBJECT)) this.fail(p, 'mismatched bracket');
           if (stack.length === 0) return p + 1;

@@ -24,6 +24,28 @@ describe('parseRequestBody', () => {
     expect(JSON.stringify(body)).not.toContain('secret');
   });
 
+  it.each([
+    ['a byte that never occurs in UTF-8', [0xff], 0],
+    ['a lone continuation byte', [0x80], 0],
+    ['a truncated sequence', [0xe2, 0x82, 0x22], 0],
+    ['an overlong encoding', [0xc0, 0xaf], 0],
+    ['a UTF-16 surrogate', [0xed, 0xa0, 0x80], 0],
+  ])('refuses invalid UTF-8 (%s) at its exact byte, never replacing it', (_name, bad, rel) => {
+    const head = Buffer.from('{"model":"m","messages":[{"role":"user","content":"ok ');
+    const bytes = Buffer.concat([head, Buffer.from(bad), Buffer.from(' x"}]}')]);
+    let thrown: unknown;
+    try {
+      parseRequestBody(bytes, { format: 'anthropic-messages' });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(JsonSyntaxError);
+    expect((thrown as JsonSyntaxError).position.offset).toBe(head.length + rel);
+    expect((thrown as JsonSyntaxError).message).toMatch(/not valid UTF-8/);
+    // Valid multi-byte text right beside it is fine.
+    expect(parseRequestBody(Buffer.concat([head, Buffer.from('é€😀 x"}]}')])).units).toHaveLength(1);
+  });
+
   it('keeps unknown fields: value() is the whole body', () => {
     const fixture = anthropicFixture();
     const body = parseRequestBody(JSON.stringify(fixture));

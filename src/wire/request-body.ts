@@ -1,7 +1,8 @@
 // Reads a provider request body (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses) into its
 // prompt units with byte spans. It never alters or drops a field: the original bytes stay the source of truth.
 
-import { WireFormatError } from '../core/errors.js';
+import { isUtf8 } from 'node:buffer';
+import { JsonSyntaxError, WireFormatError } from '../core/errors.js';
 import {
   byteToPosition,
   decodeKey,
@@ -72,6 +73,8 @@ export interface ParseRequestOptions {
   route?: string;
   /** Request headers; only `anthropic-beta` is read. Secrets are never kept. */
   headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
+  /** Deepest nesting accepted (default `MAX_JSON_DEPTH`, 512); deeper is a `JsonDepthError`. */
+  maxDepth?: number;
 }
 
 /** The members of a block that kind, name, flags and markers need; the rest is skipped without nodes. */
@@ -109,7 +112,15 @@ export function parseRequestBody(input: Uint8Array | string, options: ParseReque
       : Buffer.isBuffer(input)
         ? input
         : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
-  const root = scanJson(bytes, SHAPE);
+  // JSON is UTF-8 (RFC 8259): invalid bytes are refused here, never silently replaced by U+FFFD later.
+  if (!isUtf8(bytes)) {
+    const at = firstInvalidUtf8(bytes);
+    throw new JsonSyntaxError(
+      `the body is not valid UTF-8 (invalid byte 0x${(bytes[at] ?? 0).toString(16)} at byte ${at})`,
+      byteToPosition(bytes, at),
+    );
+  }
+  const root = scanJson(bytes, SHAPE, options.maxDepth);
   if (root.type !== 'object') {
     throw new WireFormatError('$', 'a request body must be a JSON object', byteToPosition(bytes, root.start));
   }
@@ -139,6 +150,24 @@ export function parseRequestBody(input: Uint8Array | string, options: ParseReque
       return parsed;
     },
   };
+}
+
+/** The offset of the first byte that breaks UTF-8 (only called once `isUtf8` said one does). */
+function firstInvalidUtf8(b: Uint8Array): number {
+  let i = 0;
+  while (i < b.length) {
+    const c = b[i] as number;
+    const len =
+      c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+    if (len === 0 || i + len > b.length) return i;
+    // Continuation bytes, and the overlong / surrogate / out-of-range second bytes.
+    const second = b[i + 1] as number;
+    if (len === 3 && ((c === 0xe0 && second < 0xa0) || (c === 0xed && second > 0x9f))) return i;
+    if (len === 4 && ((c === 0xf0 && second < 0x90) || (c === 0xf4 && second > 0x8f))) return i;
+    for (let k = 1; k < len; k++) if (((b[i + k] as number) & 0xc0) !== 0x80) return i;
+    i += len;
+  }
+  return b.length;
 }
 
 /** The format served on a route, or undefined for a route that carries no prompt. */

@@ -75,6 +75,25 @@ describe('cacheward diff', () => {
     expect(r.stderr).toBe(`cacheward: ${bad}:3:14: not a request body: $.messages: must be an array`);
   });
 
+  it('names the file, line and column of nesting too deep or invalid UTF-8, and exits 2', async () => {
+    const deep = file(
+      'deep.json',
+      `{"model":"m","messages":[],\n"metadata":${'['.repeat(600)}${']'.repeat(600)}}`,
+    );
+    const r = await cli(['diff', deep, deep]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `cacheward: ${deep}:2:523: nested deeper than 512 levels (byte 550); not a request body cacheward reads`,
+    );
+    const bytes = Buffer.from('{"model":"m","messages":[{"role":"user","content":"a?"}]}');
+    bytes[bytes.indexOf('?')] = 0xff;
+    const utf8 = join(dir, 'utf8.json');
+    writeFileSync(utf8, bytes);
+    const u = await cli(['diff', utf8, utf8]);
+    expect(u.code).toBe(2);
+    expect(u.stderr).toMatch(/utf8\.json:1:\d+: invalid JSON \(byte 52\): the body is not valid UTF-8/);
+  });
+
   it('exits 2 for a missing file and for bad usage', async () => {
     const r = await cli(['diff', join(dir, 'nope.json'), join(dir, 'nope.json')]);
     expect(r.code).toBe(2);

@@ -90,7 +90,8 @@ describe.each(MODES)('OpenAI Chat Completions, automatic caching (%s)', (_m, str
 
   it('keeps in_memory entries 5 minutes and 24h entries a day', async () => {
     h.sim.reset();
-    const mem = body(3);
+    // Without ZDR the default is 24h (openai-doc-rules.test.ts): ask for in_memory explicitly.
+    const mem = body(3, 'gpt-5.4', { prompt_cache_retention: 'in_memory' });
     await chat(h.openai(), mem, stream);
     h.clock.advance(5 * 60_000 + 1);
     expect(((await chat(h.openai(), mem, stream)).prompt_tokens_details as Json).cached_tokens).toBe(0);

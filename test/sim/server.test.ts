@@ -126,19 +126,44 @@ describe('in-process fetch', () => {
   });
 });
 
-describe('cacheward sim (CLI)', () => {
-  it('prints its base URL first, serves, and stops on SIGTERM', async () => {
-    const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
-    const child = spawn(process.execPath, [bin, 'sim', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const firstLine = await new Promise<string>((resolve, reject) => {
-      let buf = '';
-      child.stdout.on('data', (d) => {
-        buf += d;
-        if (buf.includes('\n')) resolve(buf.split('\n')[0] as string);
-      });
-      child.once('exit', (code) => reject(new Error(`exited ${code}`)));
+/** Starts the built CLI's `sim` with `args`; resolves to the child and the base URL its first line names. */
+async function startCliSim(args: string[]) {
+  const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
+  const child = spawn(process.execPath, [bin, 'sim', '--port', '0', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const firstLine = await new Promise<string>((resolve, reject) => {
+    let buf = '';
+    child.stdout.on('data', (d) => {
+      buf += d;
+      if (buf.includes('\n')) resolve(buf.split('\n')[0] as string);
     });
-    const url = firstLine.match(/http:\/\/127\.0\.0\.1:\d+/)?.[0];
+    child.once('exit', (code) => reject(new Error(`exited ${code}`)));
+  });
+  return { child, url: firstLine.match(/http:\/\/127\.0\.0\.1:\d+/)?.[0] };
+}
+
+describe('cacheward sim (CLI)', () => {
+  it('takes --zdr: OpenAI retention then defaults to in_memory (5 minutes), not 24h', async () => {
+    const cached: number[] = [];
+    for (const args of [[], ['--zdr']]) {
+      const { child, url } = await startCliSim(args);
+      const client = new OpenAI({ apiKey: 'k', baseURL: `${url}/v1`, maxRetries: 0 });
+      const body = { model: 'gpt-5.4', messages: [{ role: 'user', content: 'x '.repeat(3000) }] };
+      await client.chat.completions.create(body as never);
+      await fetch(`${url}/_sim/clock`, { method: 'POST', body: JSON.stringify({ advance_ms: 6 * 60_000 }) });
+      const u = (await client.chat.completions.create(body as never)).usage;
+      cached.push(u?.prompt_tokens_details?.cached_tokens ?? -1);
+      const exit = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exit;
+    }
+    expect(cached[0]).toBeGreaterThan(0);
+    expect(cached[1]).toBe(0);
+  });
+
+  it('prints its base URL first, serves, and stops on SIGTERM', async () => {
+    const { child, url } = await startCliSim([]);
     expect(url).toBeDefined();
     const client = new Anthropic({ apiKey: 'k', baseURL: url, maxRetries: 0 });
     expect((await client.messages.create(body as never)).type).toBe('message');

@@ -21,7 +21,7 @@ export function registerReplay(program: Command, io: CliIO, setExit: (code: numb
     .argument('<paths...>', 'capture files or folders (captured with --capture full)')
     .option(
       '--fix <names>',
-      'fixes to apply, comma-separated: tools-freeze, tools-sort, pin-reminders, ttl',
+      'fixes to apply, comma-separated: tools-freeze, tools-sort, pin-reminders, ttl, strip-billing-header',
       '',
     )
     .addOption(new Option('--ttl <ttl>', 'the TTL the ttl fix sets').choices(['5m', '1h']).default('1h'))

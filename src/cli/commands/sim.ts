@@ -16,6 +16,7 @@ interface SimOptions {
   faults?: string;
   auth: boolean;
   seed: string;
+  zdr?: boolean;
 }
 
 export function registerSim(program: Command, io: CliIO, setExit: (code: number) => void): void {
@@ -30,6 +31,10 @@ export function registerSim(program: Command, io: CliIO, setExit: (code: number)
     .option('--faults <spec>', 'random faults, e.g. 429@0.1,reset-mid-stream@0.01,slow=20@1')
     .option('--no-auth', 'accept requests without an API key')
     .option('--seed <n>', 'seed for fault draws and ids (an integer)', '1')
+    .option(
+      '--zdr',
+      'simulate an OpenAI organization with Zero Data Retention: prompt_cache_retention defaults to in_memory (else 24h)',
+    )
     .addHelpText(
       'after',
       '\nPer request, the header x-sim-fault: 429 | 529 | 500 | error-mid-stream | reset-mid-stream | stall=MS | slow=MS\ninjects a fault. POST /_sim/clock {"advance_ms": N} moves the clock; POST /_sim/reset empties the caches\nand zeroes the counters; GET /_sim/stats reports entries, requests and tokens read and written, per provider.',
@@ -43,6 +48,7 @@ export function registerSim(program: Command, io: CliIO, setExit: (code: number)
         requireApiKey: opts.auth,
         faults,
         seed,
+        zdr: opts.zdr === true,
         ...(script ? { script } : {}),
         onError: (err) => io.err(`cacheward sim: ${String(err)}`),
       });
