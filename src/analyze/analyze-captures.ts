@@ -6,6 +6,7 @@ import { AnthropicCache } from '../cache/anthropic-cache.js';
 import { TTL_1H } from '../cache/anthropic-rules.js';
 import type { CacheEvidence, Unreadable } from '../cache/cache-evidence.js';
 import { OpenAICache } from '../cache/openai-cache.js';
+import { openaiDefaultRetention } from '../cache/openai-rules.js';
 import type { CapturedPrefix, CaptureRecord } from '../capture/capture-record.js';
 import { MemoryConversationStore, type Relation } from '../conversation/conversation-store.js';
 import { commitConversation, resolveConversation } from '../conversation/resolve-conversation.js';
@@ -147,6 +148,8 @@ export interface AnalyzeOptions {
   ttlOverride?: number;
   /** Keep per-request rows in the result (default true; the summary does not need them). */
   keepRequests?: boolean;
+  /** The OpenAI organization has Zero Data Retention: requests without a retention get `in_memory`. */
+  zdr?: boolean;
   /** Records allowed to arrive out of start order (the reorder window). Default 256. */
   window?: number;
 }
@@ -263,8 +266,11 @@ export class Analyzer {
         this.anthropic.responseBegan(out, firstByte);
       }
     } else if (turnOf && r.provider === 'openai') {
+      // A request that names no retention gets the provider's default (24h, or in_memory under ZDR).
+      const retention =
+        r.cacheOptions?.retention ?? openaiDefaultRetention(model, { zdr: this.options.zdr ?? false });
       const out = this.openai.evaluate(prefix, 'capture', start, r.id, {
-        ...(r.cacheOptions?.retention ? { retention: r.cacheOptions.retention } : {}),
+        retention,
         ...(r.cacheOptions?.mode ? { mode: r.cacheOptions.mode } : {}),
         explain: true,
       });

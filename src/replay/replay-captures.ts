@@ -5,6 +5,7 @@
 import { Analyzer } from '../analyze/analyze-captures.js';
 import { PriceTable } from '../analyze/price-table.js';
 import { anthropicBreakpoints, checkAnthropicRequest } from '../cache/anthropic-rules.js';
+import { openaiDefaultRetention } from '../cache/openai-rules.js';
 import { simulateRequests, type TimedRequest } from '../cache/simulate-requests.js';
 import { readCaptures } from '../capture/capture-reader.js';
 import { type CaptureRecord, capturePrefix } from '../capture/capture-record.js';
@@ -278,7 +279,11 @@ function tokensBySession(replayed: readonly Replayed[]): SessionTokens[] {
       scope: 'replay',
       start: r.record.times.start,
       firstByte: r.record.times.firstByte ?? r.record.times.start,
-      ...(r.record.cacheOptions ? { openai: r.record.cacheOptions } : {}),
+      // The same retention the report assumes: as sent, else the provider's default (24h without ZDR).
+      openai: {
+        ...r.record.cacheOptions,
+        retention: r.record.cacheOptions?.retention ?? openaiDefaultRetention(pick(r).model),
+      },
     }));
     const results = simulateRequests(requests);
     const analyzer = new Analyzer({ prices: new PriceTable(), keepRequests: false });

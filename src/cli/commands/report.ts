@@ -29,6 +29,7 @@ interface ReportOptions {
   misses: string;
   failOn: string[];
   perSession?: boolean;
+  zdr?: boolean;
 }
 
 async function prices(file: string | undefined): Promise<PriceTable> {
@@ -60,12 +61,14 @@ async function run(
   prices: PriceTable,
   ttlOverride?: number,
   keepRequests = true,
+  zdr = false,
 ): Promise<AnalysisResult> {
   const files = await captureInputs(paths);
   const onProgress = progress(io);
   const result = await analyzePaths(files, {
     prices,
     keepRequests,
+    zdr,
     ...(ttlOverride !== undefined ? { ttlOverride } : {}),
     onWarning: (w) => io.err(`cacheward: warning: ${w}`),
     ...(onProgress ? { onProgress } : {}),
@@ -105,6 +108,10 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
     .option('--misses <n>', 'how many of the costliest misses to list', '10')
     .option('--fail-on <threshold>', FAIL_ON_HELP, (v: string, all: string[]) => [...all, v], [])
     .option('--per-session', 'check each --fail-on threshold in every session instead of over the run')
+    .option(
+      '--zdr',
+      'the OpenAI organization has Zero Data Retention: requests without a retention were in_memory',
+    )
     .addHelpText('after', PRICES_HELP)
     .action(async (paths: string[], opts: ReportOptions) => {
       const maxMisses = parseCount('--misses', opts.misses);
@@ -119,6 +126,7 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
         await prices(opts.prices),
         undefined,
         Boolean(opts.json || opts.html),
+        Boolean(opts.zdr),
       );
       if (opts.html) {
         try {
