@@ -14,7 +14,7 @@ import type { Prefix } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
 import { messageEnds } from '../prefix/message-ends.js';
 import { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
-import { prefixFromCapture } from './captured-prefix.js';
+import { CapturedPrefixReuse, prefixFromCapture } from './captured-prefix.js';
 import {
   type BustCause,
   type CauseDecision,
@@ -210,6 +210,8 @@ export class Analyzer {
   private readonly anthropic = new AnthropicCache();
   private readonly openai = new OpenAICache();
   private readonly conversations = new MemoryConversationStore();
+  /** Prefix blocks shared between records that share captured blocks (the reader's delta bases). */
+  private readonly reuse = new CapturedPrefixReuse();
   private readonly recent = new Map<string, Seen>();
   private readonly sessions = new Map<string, SessionSummary>();
   private readonly requests: AnalyzedRequest[] = [];
@@ -235,7 +237,7 @@ export class Analyzer {
         : undefined);
     const start = r.times.start;
     const firstByte = r.times.firstByte ?? r.times.end ?? start;
-    const prefix = prefixFromCapture(this.withTtl(r.prefix), r.model, r.betas);
+    const prefix = prefixFromCapture(this.withTtl(r.prefix), r.model, r.betas, this.reuse);
     const model = r.model;
     const totalEst = Math.max(1, prefix.totalTokens);
     const scale = usage && usage.inputTotal > 0 ? usage.inputTotal / totalEst : 1;

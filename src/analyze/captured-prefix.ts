@@ -1,24 +1,67 @@
 // Rebuilds the prefix model from a capture record's blocks, so the cache models (which take a Prefix)
 // run over captures exactly as they run in the simulator. No body, no text: keys, sizes and markers only.
 
-import type { CapturedPrefix } from '../capture/capture-record.js';
+import type { CapturedBlock, CapturedPrefix } from '../capture/capture-record.js';
 import type { Prefix, PrefixBlock, PrefixLevel } from '../prefix/build-prefix.js';
 import { TranscriptChain } from '../prefix/transcript.js';
 import type { RequestBody, WireFormat } from '../wire/request-body.js';
 
 const LEVELS: PrefixLevel[] = ['tools', 'system', 'messages'];
 
+/**
+ * Remembers the prefix blocks built for a capture's blocks, so a later record whose blocks share the
+ * reader's objects (its delta base) reuses them: a record that adds one turn costs O(the new turn), and
+ * blocks are held once however many records share them. Keyed by the first block; weakly held.
+ */
+export class CapturedPrefixReuse {
+  private readonly chains = new WeakMap<
+    CapturedBlock,
+    { captured: readonly CapturedBlock[]; blocks: PrefixBlock[]; states: Array<readonly number[]> }
+  >();
+
+  /** The blocks and transcript states a record can take over, and how many. */
+  take(captured: readonly CapturedBlock[]): {
+    blocks: PrefixBlock[];
+    states: Array<readonly number[]>;
+  } {
+    const first = captured[0];
+    const prev = first ? this.chains.get(first) : undefined;
+    if (!prev) return { blocks: [], states: [] };
+    // Shared objects form a prefix of both lists: binary search its end.
+    let lo = 0;
+    let hi = Math.min(prev.captured.length, captured.length);
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (prev.captured[mid - 1] === captured[mid - 1]) lo = mid;
+      else hi = mid - 1;
+    }
+    return { blocks: prev.blocks.slice(0, lo), states: prev.states.slice(0, lo) };
+  }
+
+  keep(captured: readonly CapturedBlock[], blocks: PrefixBlock[], states: Array<readonly number[]>): void {
+    const first = captured[0];
+    if (first) this.chains.set(first, { captured, blocks, states });
+  }
+}
+
 /** A Prefix whose blocks come from a capture. `body` is empty: nothing here may read request text. */
 export function prefixFromCapture(
   captured: CapturedPrefix,
   model: string | undefined,
   betas: readonly string[] = [],
+  reuse?: CapturedPrefixReuse,
 ): Prefix {
-  let cumulative = 0;
+  const taken = reuse?.take(captured.blocks) ?? { blocks: [], states: [] };
+  const blocks = taken.blocks;
+  const states = taken.states;
+  const from = blocks.length;
+  let cumulative = from ? (blocks[from - 1] as PrefixBlock).cumulativeTokens : 0;
   const transcript = new TranscriptChain();
-  const blocks: PrefixBlock[] = captured.blocks.map((b, i) => {
+  if (from) transcript.load(states[from - 1] as readonly number[]);
+  for (let i = from; i < captured.blocks.length; i++) {
+    const b = captured.blocks[i] as CapturedBlock;
     cumulative += b.tokens;
-    return {
+    blocks.push({
       ...(b.tp ? { toolParts: { schema: b.tp[0], description: b.tp[1], other: b.tp[2] } } : {}),
       transcript: b.level === 'messages' ? transcript.next(b.role, b.id) : undefined,
       index: i,
@@ -35,8 +78,10 @@ export function prefixFromCapture(
       span: { start: b.at, end: b.at + b.size },
       cacheControl: b.cc,
       emptyText: b.empty === true,
-    };
-  });
+    });
+    states.push(transcript.save());
+  }
+  reuse?.keep(captured.blocks, blocks, states);
   const levels = {} as Record<PrefixLevel, Prefix['levels'][PrefixLevel]>;
   for (const level of LEVELS) {
     let start = blocks.findIndex((b) => b.level === level);

@@ -35,7 +35,7 @@ export interface Resolution {
    * What it shares with the parent's history: messages and estimated tokens up to the shared end, and
    * whether that is the parent's whole history (`full`) or only part of it (an edit, a rewind).
    */
-  shared?: { messages: number; tokens: number; full: boolean };
+  shared?: { messages: number; tokens: number; full: boolean; ends: number };
   /** Its cache key at the shared end equals the parent's there (same tools, system and parameters). */
   agreed: boolean;
   /** The same history as the parent, resent (a retry or a parallel duplicate). */
@@ -82,7 +82,7 @@ function findParent(store: ConversationStore, req: ConversationRequest): Candida
     const end = ends[j] as MessageEnd;
     const entry = store.passingThrough(end.transcript);
     if (!entry) continue;
-    const node = store.request(entry.request);
+    const node = latestInLine(store, entry.request, end.message);
     if (!node) continue;
     // A sibling of `node` (both extend the same request, they differ in the newest turn) shares node's
     // reply with it; that is the full match's business, not an edit of node.
@@ -108,6 +108,18 @@ function headMatch(store: ConversationStore, req: ConversationRequest): Candidat
   return { node, at: -1, agreed: true, full: false };
 }
 
+/**
+ * The request a passing entry stands for: the latest of its line when that one still has more messages
+ * than the end (it grew past it), else the entry's own request.
+ */
+function latestInLine(store: ConversationStore, id: string, message: number): RequestNode | undefined {
+  const node = store.request(id);
+  if (!node) return undefined;
+  const conv = store.conversation(node.conversation);
+  const tip = conv && conv.tip !== id ? store.request(conv.tip) : undefined;
+  return tip?.final && tip.final.messages > message + 1 ? tip : node;
+}
+
 /** Resolves a request against what the store holds. Reads only; {@link commitConversation} records it. */
 export function resolveConversation(store: ConversationStore, req: ConversationRequest): Resolution {
   const found = findParent(store, req);
@@ -124,7 +136,7 @@ export function resolveConversation(store: ConversationStore, req: ConversationR
   const end = req.ends[at];
   const base = {
     parent: parent.id,
-    shared: { messages: end ? end.message + 1 : 0, tokens: end?.tokens ?? 0, full: found.full },
+    shared: { messages: end ? end.message + 1 : 0, tokens: end?.tokens ?? 0, full: found.full, ends: at + 1 },
     agreed,
     reclassified: [] as Reclassified[],
   };
@@ -241,7 +253,10 @@ export function commitConversation(
   }
   if (req.label !== undefined) store.addLabel(req.label, req.id);
   if (last) store.addEnding(last.transcript, req.id);
-  for (let i = 0; i < req.ends.length - 1; i++) {
+  // The ends before the parent's last are indexed already (by the parent's line): index only from there,
+  // so a request that appends a turn costs O(the new turn). Lookups go on to the line's latest request.
+  const from = res.shared?.full ? Math.max(0, res.shared.ends - 1) : 0;
+  for (let i = from; i < req.ends.length - 1; i++) {
     const e = req.ends[i] as MessageEnd;
     store.addPassing(e.transcript, { request: req.id, cacheKey: e.cacheKey });
   }

@@ -82,6 +82,15 @@ export class KeyChain {
     this.blocks++;
   }
 
+  /** The running state, to resume the chain later from this point (see {@link load}). */
+  save(): readonly number[] {
+    return [this.h1, this.h2, this.h3, this.h4, this.blocks];
+  }
+
+  load(state: readonly number[]): void {
+    [this.h1, this.h2, this.h3, this.h4, this.blocks] = state as [number, number, number, number, number];
+  }
+
   key(): string {
     const len = this.blocks * 16;
     let h1 = this.h1 ^ len;

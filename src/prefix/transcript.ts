@@ -28,6 +28,15 @@ export class TranscriptChain {
     this.chain.reset(SEED);
   }
 
+  /** The chain's state after the last block fed, to resume from it (a shared history is not re-fed). */
+  save(): readonly number[] {
+    return this.chain.save();
+  }
+
+  load(state: readonly number[]): void {
+    this.chain.load(state);
+  }
+
   next(role: string | undefined, contentHash: string): string {
     this.chain.absorb(roleId(role ?? ''));
     this.chain.absorb(contentHash);
