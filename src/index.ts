@@ -12,6 +12,7 @@ export {
   type SessionSummary,
 } from './analyze/analyze-captures.js';
 export { type AnalyzePathsOptions, analyzePaths } from './analyze/analyze-paths.js';
+export { type CauseDecision, type CauseInput, decideCause } from './analyze/cause-table.js';
 export { costOf, type RequestCost, wasteOf } from './analyze/cost.js';
 export { describeMiss } from './analyze/describe-miss.js';
 export { BUILT_IN_PRICES, loadPriceFile, type PriceRow, PriceTable } from './analyze/price-table.js';
@@ -38,6 +39,7 @@ export {
   TTL_5M,
 } from './cache/anthropic-rules.js';
 export { type ThinkingInContext, thinkingInContext } from './cache/anthropic-thinking.js';
+export type { CacheEvidence, Unreadable } from './cache/cache-evidence.js';
 export { type CacheEntry, EntryStore, type EntryStoreOptions } from './cache/entry-store.js';
 export {
   breakpointPlan,
@@ -63,9 +65,24 @@ export {
   simulateRequests,
   type TimedRequest,
 } from './cache/simulate-requests.js';
+export {
+  type ConversationInfo,
+  type ConversationRequest,
+  type ConversationStore,
+  commitConversation,
+  MemoryConversationStore,
+  type Reclassified,
+  type Relation,
+  type RequestNode,
+  type Resolution,
+  resolveConversation,
+  type SessionLabel,
+  sessionLabel,
+} from './conversation/index.js';
 export { type AdvanceableClock, type Clock, OffsetClock, VirtualClock } from './core/clock.js';
 export {
   CachewardError,
+  type ErrorCode,
   JsonDepthError,
   JsonSyntaxError,
   StreamFormatError,
@@ -97,6 +114,7 @@ export {
   type PrefixComparison,
   type ToolsChange,
 } from './prefix/first-divergence.js';
+export { type MessageEnd, messageEnds } from './prefix/message-ends.js';
 export { stableJson } from './prefix/stable-json.js';
 export {
   defaultTokenEstimator,

@@ -3,6 +3,7 @@
 
 import { isUtf8 as bufferIsUtf8 } from 'node:buffer';
 import { hash } from 'node:crypto';
+import { CachewardError } from '../core/errors.js';
 
 /** A stored body: whole (`base` absent) or the middle bytes between a shared prefix and suffix of `base`. */
 export interface StoredBody {
@@ -75,8 +76,10 @@ export function storeBody(body: Uint8Array, previous?: { id: string; body: Uint8
 }
 
 /** A stored body that cannot be rebuilt: its base is missing or the bytes do not match the checksum. */
-export class BodyReconstructionError extends Error {
-  readonly code = 'CW_CAPTURE_BODY';
+export class BodyReconstructionError extends CachewardError {
+  constructor(message: string) {
+    super('CW_CAPTURE_BODY', message);
+  }
 }
 
 /** Rebuilds a body; `lookup` returns an earlier rebuilt body by record id. Throws if it does not match. */

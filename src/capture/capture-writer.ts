@@ -4,6 +4,7 @@
 import { chmod, type FileHandle, mkdir, open, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../core/clock.js';
+import { CachewardError } from '../core/errors.js';
 import { storeBody } from './body-delta.js';
 import {
   type CapturedBlock,
@@ -208,7 +209,8 @@ export class CaptureWriter {
     const bytes = Buffer.byteLength(line);
     const h = this.handle as FileHandle;
     const { bytesWritten } = await h.write(line);
-    if (bytesWritten !== bytes) throw new Error(`short write (${bytesWritten} of ${bytes} bytes)`);
+    if (bytesWritten !== bytes)
+      throw new CachewardError('CW_CAPTURE_WRITE', `short write (${bytesWritten} of ${bytes} bytes)`);
     this.fileBytes += bytes;
   }
 

@@ -1,6 +1,7 @@
 // Time as a value passed in: the Clock every component takes, and a VirtualClock tests can move by hand.
 // Only shells construct a real clock; the pure core never calls Date.now itself.
 
+import { CachewardError } from './errors.js';
 /** Milliseconds since the Unix epoch, on demand. */
 export interface Clock {
   now(): number;
@@ -22,7 +23,7 @@ export class VirtualClock implements AdvanceableClock {
   }
   advance(ms: number): void {
     if (!Number.isFinite(ms) || ms < 0)
-      throw new RangeError(`advance takes a finite, non-negative ms, not ${ms}`);
+      throw new CachewardError('CW_CLOCK', `advance takes a finite, non-negative ms, not ${ms}`);
     this.ms += ms;
   }
 }
@@ -35,7 +36,7 @@ export class OffsetClock implements AdvanceableClock {
   }
   advance(ms: number): void {
     if (!Number.isFinite(ms) || ms < 0)
-      throw new RangeError(`advance takes a finite, non-negative ms, not ${ms}`);
+      throw new CachewardError('CW_CLOCK', `advance takes a finite, non-negative ms, not ${ms}`);
     this.offset += ms;
   }
 }

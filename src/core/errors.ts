@@ -1,10 +1,41 @@
 // Error classes with stable `code`s, shared by every cacheward module.
 // Must never carry request secrets (API keys, authorization headers) in a message.
 
+/**
+ * Every code an error cacheward throws can carry: one closed union, each documented in docs/errors.md
+ * (what it means, what to do). A new code is added here and there together.
+ */
+export type ErrorCode =
+  | 'CW_CACHE_ASSERTION'
+  | 'CW_CAPTURE_BODY'
+  | 'CW_CAPTURE_WRITE'
+  | 'CW_CAS_CONFLICT'
+  | 'CW_CAS_LOCK'
+  | 'CW_CAS_NAME'
+  | 'CW_CAS_NOT_READ'
+  | 'CW_CLOCK'
+  | 'CW_DEMO_STEP'
+  | 'CW_FIX_INPUT'
+  | 'CW_FORK_PARITY'
+  | 'CW_FORK_REFUSED'
+  | 'CW_INPUT'
+  | 'CW_JSON_DEPTH'
+  | 'CW_JSON_SYNTAX'
+  | 'CW_PRICE_FILE'
+  | 'CW_PROXY_CONFIG'
+  | 'CW_SIM_FAULT_SPEC'
+  | 'CW_SIM_LISTENING'
+  | 'CW_SIM_SCRIPT'
+  | 'CW_STATE_FILE'
+  | 'CW_STREAM_FORMAT'
+  | 'CW_TESTBED_EMPTY'
+  | 'CW_UNKNOWN_FIX'
+  | 'CW_WIRE_FORMAT';
+
 /** Base class: every error cacheward raises on purpose has a stable, documented `code`. */
 export class CachewardError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;

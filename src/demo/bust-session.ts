@@ -2,6 +2,7 @@
 // proxy into the simulator on one clock. The demo prints its report; the tests assert on it.
 
 import { type AdvanceableClock, OffsetClock } from '../core/clock.js';
+import { CachewardError } from '../core/errors.js';
 import { createProxy } from '../proxy/create-proxy.js';
 import { createSimulator } from '../sim/simulator.js';
 import { agentConversation, anthropicTool, appendUserTurn } from './agent-conversation.js';
@@ -195,7 +196,8 @@ export async function runBustSession(
         body: JSON.stringify(step.body),
       });
       const text = await res.text();
-      if (res.status !== 200) throw new Error(`step "${step.label}" got ${res.status}: ${text}`);
+      if (res.status !== 200)
+        throw new CachewardError('CW_DEMO_STEP', `step "${step.label}" got ${res.status}: ${text}`);
     };
     for (let i = 0; i < steps.length; i++) {
       const step = steps[i] as SessionStep;

@@ -2,6 +2,7 @@
 // the history as content units with the prefix model's identities, and writing a rewritten body. Pure.
 // It never parses bytes itself and never defines an identity: those come from prefix/.
 
+import { CachewardError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
 import type { FixRequest } from './fix.js';
@@ -53,7 +54,8 @@ export function historyUnits(prefix: Prefix, messages: readonly Message[]): Unit
     const ids = byMessage[k] ?? [];
     const blocks = blocksOf(m);
     if (ids.length !== blocks.length)
-      throw new Error(
+      throw new CachewardError(
+        'CW_FIX_INPUT',
         `message ${k}: ${blocks.length} blocks but ${ids.length} identities in the prefix model`,
       );
     return blocks.map((block, j) => ({ role: m.role, id: ids[j] as string, block }));

@@ -3,6 +3,7 @@
 
 import type { FixNote } from '../capture/capture-record.js';
 import type { Relation } from '../conversation/conversation-store.js';
+import { CachewardError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 
 /**
@@ -94,8 +95,10 @@ export class FixRegistry {
   }
 }
 
-export class UnknownFixError extends Error {
-  readonly code = 'CW_UNKNOWN_FIX';
+export class UnknownFixError extends CachewardError {
+  constructor(message: string) {
+    super('CW_UNKNOWN_FIX', message);
+  }
 }
 
 /** The outcome of running the pipeline on one request. */

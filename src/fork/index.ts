@@ -1,6 +1,7 @@
 // The `cacheward/fork` entry point: fork requests that read the parent's cache, the parity check, and the
 // background runner that applies only fresh, validated results.
 
+export { CachewardError, type ErrorCode } from '../core/errors.js';
 export {
   BackgroundForks,
   type BackgroundForksOptions,

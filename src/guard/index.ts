@@ -2,6 +2,7 @@
 // Background work that must never write stale state uses these; none of them calls a model.
 
 export type { Decision } from '../core/decision.js';
+export { CachewardError, type ErrorCode } from '../core/errors.js';
 export {
   CasConflictError,
   CasContext,

@@ -1,5 +1,5 @@
 // The `cacheward/proxy` entry point: the capturing proxy, its in-process `fetch` wrapper, and captures.
-// Exports only what works; fixes plug into the proxy through the registry.
+// Exports only what works; fixes plug into the proxy through the registry, and are tested by the replay gate.
 
 export {
   captureFiles,
@@ -16,6 +16,34 @@ export type {
 } from '../capture/capture-record.js';
 export { type CaptureState, CaptureWriter, type CaptureWriterOptions } from '../capture/capture-writer.js';
 export { defaultCaptureDir } from '../capture/default-dir.js';
+export { CachewardError, type ErrorCode } from '../core/errors.js';
+export {
+  type DeclaredChange,
+  type Fix,
+  type FixContext,
+  FixRegistry,
+  type FixRequest,
+  type FixResult,
+  type PipelineResult,
+  runFixes,
+  UnknownFixError,
+} from '../fixes/fix.js';
+export { type FixStageInput, type FixStageResult, runFixStage } from '../fixes/fix-stage.js';
+export { pinReminders } from '../fixes/pin-reminders.js';
+export { fixRegistry } from '../fixes/registry.js';
+export { checkStability, type ForwardedPair, type StabilityCheck } from '../fixes/stability.js';
+export { stripBillingHeader } from '../fixes/strip-billing-header.js';
+export { toolsFreeze } from '../fixes/tools-freeze.js';
+export { toolsSort } from '../fixes/tools-sort.js';
+export { ttlFix } from '../fixes/ttl.js';
+export {
+  type Invariant,
+  type ReplayOptions,
+  type ReplayResult,
+  replayCaptures,
+  type SessionTokens,
+  type Violation,
+} from '../replay/replay-captures.js';
 export {
   createProxy,
   DEFAULT_ANTHROPIC_UPSTREAM,
@@ -25,4 +53,5 @@ export {
   type ProxyOptions,
   type RunningProxy,
 } from './create-proxy.js';
+export { type LiveRequest, liveLogLine } from './live-analysis.js';
 export { type CapturingFetch, type WrapFetchOptions, wrapFetch } from './wrap-fetch.js';

@@ -1,6 +1,7 @@
 // Fault injection for the simulator: which fault a request gets, from its `x-sim-fault` header or the
 // server-wide `--faults` rates. Parsing and choice only; the handlers carry the faults out.
 
+import { CachewardError } from '../core/errors.js';
 /** Every fault the simulator can inject. */
 export type FaultName =
   | 'rate-limit'
@@ -34,8 +35,10 @@ const ALIASES: Record<string, FaultName> = {
 };
 
 /** A bad fault specification. */
-export class FaultSpecError extends Error {
-  readonly code = 'CW_SIM_FAULT_SPEC';
+export class FaultSpecError extends CachewardError {
+  constructor(message: string) {
+    super('CW_SIM_FAULT_SPEC', message);
+  }
 }
 
 /** Parses `429`, `stall=2000`, `slow=50,error-mid-stream` (a header may name several). */

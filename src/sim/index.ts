@@ -1,6 +1,7 @@
 // The `cacheward/sim` entry point: the offline provider simulator and its reply scripts.
 // Exports only what works; the cache models it serves live in `cacheward` (src/cache/).
 
+export { CachewardError, type ErrorCode } from '../core/errors.js';
 export { type Fault, type FaultName, type FaultRate, parseFaultRates, parseFaults } from './faults.js';
 export {
   parseReplyScript,

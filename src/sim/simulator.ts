@@ -4,6 +4,7 @@
 import type { Server } from 'node:http';
 import type { AnthropicModelFacts } from '../cache/anthropic-models.js';
 import { type AdvanceableClock, OffsetClock } from '../core/clock.js';
+import { CachewardError } from '../core/errors.js';
 import { anthropicRoute } from './anthropic-route.js';
 import { type FaultRate, parseFaultRates } from './faults.js';
 import { chatCompletionsRoute, responsesRoute } from './openai-route.js';
@@ -119,7 +120,8 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     handle,
     clock: ctx.clock,
     async listen(port = 0, host = '127.0.0.1') {
-      if (server) throw new Error('the simulator is already listening');
+      if (server)
+        throw new CachewardError('CW_SIM_LISTENING', 'the simulator is already listening: close() it first');
       const started = await serve(handle, port, host, onError);
       server = started.server;
       url = started.url;

@@ -6,6 +6,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConversationSnapshot } from '../conversation/conversation-store.js';
+import { CachewardError } from '../core/errors.js';
 
 /** The document on disk. Fix states are those of each conversation's latest request only. */
 export interface StateDocument {
@@ -43,7 +44,8 @@ export class StateFile {
   load(): StateDocument | undefined {
     try {
       const doc = JSON.parse(readFileSync(this.path, 'utf8')) as StateDocument;
-      if (doc.version !== 1 || !doc.conversations) throw new Error('not a cacheward state file');
+      if (doc.version !== 1 || !doc.conversations)
+        throw new CachewardError('CW_STATE_FILE', 'not a cacheward state file');
       return doc;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT')

@@ -5,6 +5,7 @@ import { type AnalyzedRequest, Analyzer } from '../analyze/analyze-captures.js';
 import { PriceTable } from '../analyze/price-table.js';
 import type { CaptureRecord } from '../capture/capture-record.js';
 import { VirtualClock } from '../core/clock.js';
+import { CachewardError } from '../core/errors.js';
 import { type CapturingFetch, wrapFetch } from '../proxy/wrap-fetch.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../sim/simulator.js';
 
@@ -88,7 +89,11 @@ export function createCacheTestbed(options: CacheTestbedOptions = {}): CacheTest
     requests: () => [...rows],
     last() {
       const r = rows[rows.length - 1];
-      if (!r) throw new RangeError('no request has finished on this test bed yet');
+      if (!r)
+        throw new CachewardError(
+          'CW_TESTBED_EMPTY',
+          'no request has finished on this test bed yet: send one first',
+        );
       return r;
     },
     reset() {

@@ -2,6 +2,7 @@
 // Exports only what works; everything here runs in-process on a virtual clock.
 
 export { VirtualClock } from '../core/clock.js';
+export { CachewardError, type ErrorCode } from '../core/errors.js';
 export { assertReadsParent, CacheAssertionError, type ReadsParentOptions } from './cache-assertions.js';
 export {
   type CacheTestbed,
