@@ -15,7 +15,7 @@ export { type AnalyzePathsOptions, analyzePaths } from './analyze/analyze-paths.
 export { type CauseDecision, type CauseInput, decideCause } from './analyze/cause-table.js';
 export { costOf, type RequestCost, wasteOf } from './analyze/cost.js';
 export { describeMiss } from './analyze/describe-miss.js';
-export { BUILT_IN_PRICES, loadPriceFile, type PriceRow, PriceTable } from './analyze/price-table.js';
+export { BUILT_IN_PRICES, type PriceRow, PriceTable, parsePriceRows } from './analyze/price-table.js';
 export {
   AnthropicCache,
   type AnthropicCacheOptions,
@@ -124,6 +124,7 @@ export {
 } from './prefix/token-estimate.js';
 export type { CacheMarker } from './prefix/unit-info.js';
 export { renderHtmlReport } from './report/html-report.js';
+export { loadPriceFile } from './report/price-file.js';
 export { renderTerminalReport } from './report/terminal-report.js';
 export {
   type ByteSpan,

@@ -122,7 +122,12 @@ export class ReviewAgent {
         await ctx.write('notes.md', `${doc?.content ?? ''}- ${String(note)}\n`);
       },
     });
-    this.running.push(done.then((o) => (this.outcomes.push(o), o)));
+    this.running.push(
+      done.then((o) => {
+        this.outcomes.push(o);
+        return o;
+      }),
+    );
     return done;
   }
 

@@ -1,7 +1,6 @@
 // The dated price table: dollars per million tokens by model, each row with the date it was true on and
 // its source. Unknown models are flagged, never priced as zero. Users add or override rows from a file.
 
-import { readFile } from 'node:fs/promises';
 import { CachewardError } from '../core/errors.js';
 
 /** Prices in USD per million tokens. */
@@ -98,14 +97,11 @@ export class PriceTable {
 
 const FIELDS = ['input', 'write5m', 'write1h', 'read', 'output'] as const;
 
-/** Reads `--prices FILE`: a JSON array of rows (provider, model, input, write5m, write1h, read, output, date, source). */
-export async function loadPriceFile(path: string): Promise<PriceRow[]> {
-  let value: unknown;
-  try {
-    value = JSON.parse(await readFile(path, 'utf8'));
-  } catch (err) {
-    throw new PriceFileError(`${path}: cannot read a JSON price list: ${(err as Error).message}`);
-  }
+/**
+ * Checks a parsed price list (`--prices FILE`): a JSON array of rows (provider, model, input, write5m,
+ * write1h, read, output, date, source). `path` names it in errors and is each row's default source.
+ */
+export function parsePriceRows(value: unknown, path: string): PriceRow[] {
   if (!Array.isArray(value)) throw new PriceFileError(`${path}: expected a JSON array of price rows`);
   return value.map((row, i) => {
     const r = row as Record<string, unknown>;

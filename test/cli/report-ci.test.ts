@@ -5,10 +5,11 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { AnalysisResult } from '../../src/analyze/analyze-captures.js';
 import { analyzePaths } from '../../src/analyze/analyze-paths.js';
 import { formatUsd } from '../../src/analyze/describe-miss.js';
-import { loadPriceFile, PriceTable } from '../../src/analyze/price-table.js';
+import { PriceTable } from '../../src/analyze/price-table.js';
 import { checkThresholds, parseThreshold } from '../../src/cli/fail-on.js';
 import { signedUsd } from '../../src/cli/signed-usd.js';
 import { runBustSession } from '../../src/demo/bust-session.js';
+import { loadPriceFile } from '../../src/report/price-file.js';
 import { type Captured, fullCapture } from './captures.js';
 import { cli } from './run-cli.js';
 

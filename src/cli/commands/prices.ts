@@ -2,7 +2,8 @@
 // It prints prices; it never invents one: the example's OpenAI figures are marked as placeholders to replace.
 
 import type { Command } from 'commander';
-import { BUILT_IN_PRICES, loadPriceFile, type PriceRow, PriceTable } from '../../analyze/price-table.js';
+import { BUILT_IN_PRICES, type PriceRow, PriceTable } from '../../analyze/price-table.js';
+import { loadPriceFile } from '../../report/price-file.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { type CliIO, styles } from '../io.js';
 import { InputError } from '../read-request-file.js';
