@@ -187,6 +187,51 @@ describe('resolveConversation', () => {
     expect(d.store.request(first.id)?.relation).toBe('fork');
   });
 
+  it('an old turn dropped after the line went on continues the line from its tip, with or without a label', () => {
+    for (const label of ['s', undefined]) {
+      const d = driver();
+      const opts = label ? { label } : {};
+      const t1 = d.send([u('one')], opts);
+      d.send([u('one'), a('two'), u('three')], opts);
+      d.send([u('one'), a('two'), u('three'), a('four'), u('five')], opts);
+      const tip = d.send([u('one'), a('two'), u('three'), a('four'), u('five'), a('six'), u('seven')], opts);
+      // The turn "two/three" is dropped: the request extends only the first request's history.
+      const dropped = d.send([u('one'), a('four'), u('five'), a('six'), u('seven'), a('8'), u('9')], opts);
+      expect(dropped).toMatchObject({
+        relation: 'continues',
+        parent: tip.id,
+        conversation: t1.conversation,
+        shared: { messages: 1, full: false },
+        agreed: true,
+      });
+      const next = d.send(
+        [u('one'), a('four'), u('five'), a('six'), u('seven'), a('8'), u('9'), a('x'), u('y')],
+        opts,
+      );
+      expect(next).toMatchObject({
+        relation: 'continues',
+        parent: dropped.id,
+        conversation: t1.conversation,
+      });
+    }
+  });
+
+  it('a request branching from an old turn becomes the fork when the old line comes back', () => {
+    const d = driver();
+    d.send([u('one')], { label: 's' });
+    d.send([u('one'), a('two'), u('three')], { label: 's' });
+    const tip = d.send([u('one'), a('two'), u('three'), a('four'), u('five')], { label: 's' });
+    const branch = d.send([u('one'), a('other'), u('path')], { label: 's' });
+    expect(branch).toMatchObject({ relation: 'continues', parent: tip.id });
+    const back = d.send([u('one'), a('two'), u('three'), a('four'), u('five'), a('six'), u('seven')], {
+      label: 's',
+    });
+    expect(back).toMatchObject({ relation: 'continues', parent: tip.id, conversation: tip.conversation });
+    expect(back.reclassified).toEqual([
+      { request: branch.id, relation: 'fork', conversation: `c-${branch.id}` },
+    ]);
+  });
+
   it('a first message re-rendered under the same label (a date reminder) continues the line', () => {
     const d = driver();
     const t1 = d.send([u('<date>monday</date> go'), a('ok'), u('next')], { label: 's' });

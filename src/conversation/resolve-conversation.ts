@@ -174,6 +174,25 @@ export function resolveConversation(store: ConversationStore, req: ConversationR
     out.reclassified.push({ request: child.id, relation: 'fork', conversation: newId(child.id) });
     return out;
   }
+  // The line went on past the parent for more than a turn and its tip passes through the same message
+  // end: this request rewrites the line's history after that end (an old turn dropped, a rewind), so it
+  // continues the line from its tip, as an edit. Should the old line come back, that arrival makes this
+  // request the fork (the case above, from the tip).
+  const tip = conv && child && child.children > 0 ? store.request(conv.tip) : undefined;
+  const passing = tip && end ? store.passingThrough(end.transcript) : undefined;
+  const passer = passing && end ? latestInLine(store, passing.request, end.message) : undefined;
+  if (tip && end && passing && passer?.id === tip.id) {
+    return {
+      conversation: parent.conversation,
+      relation: 'continues',
+      parent: tip.id,
+      shared: { ...base.shared, full: false },
+      agreed: passing.cacheKey === end.cacheKey,
+      duplicate: false,
+      turn: (conv?.requests ?? tip.turn) + 1,
+      reclassified: [],
+    };
+  }
   return fork();
 }
 
