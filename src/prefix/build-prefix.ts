@@ -52,7 +52,7 @@ export interface PrefixBlock {
   emptyText?: boolean;
   /** Tool definitions: identities of their schema, description and other fields. */
   toolParts?: ToolParts;
-  /** Messages-level blocks: the transcript key after this block (see transcript.ts). */
+  /** Messages-level blocks: the transcript key after this block; none in the leading system/developer messages. */
   transcript?: string;
 }
 

@@ -15,7 +15,10 @@ export interface MessageEnd {
   tokens: number;
 }
 
-/** Every message end of `prefix`, in order. Empty when the request has no messages. */
+/**
+ * Every message end of `prefix`, in order, after the leading system/developer messages (the system prompt,
+ * which has no transcript). Empty when the request has no conversation messages.
+ */
 export function messageEnds(prefix: Prefix): MessageEnd[] {
   const out: MessageEnd[] = [];
   const { start, end } = prefix.levels.messages;
@@ -25,11 +28,12 @@ export function messageEnds(prefix: Prefix): MessageEnd[] {
     if (!b) continue;
     const next = blocks[i + 1];
     if (i + 1 < end && next?.messageIndex === b.messageIndex) continue;
+    if (b.transcript === undefined) continue;
     out.push({
       block: i,
       message: b.messageIndex ?? 0,
       cacheKey: b.hash,
-      transcript: b.transcript ?? b.hash,
+      transcript: b.transcript,
       tokens: b.cumulativeTokens,
     });
   }
