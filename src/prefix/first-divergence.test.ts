@@ -177,6 +177,26 @@ describe('firstDivergence classification', () => {
     });
   });
 
+  it('names a tool listed twice as added (it does not crash on duplicated names)', () => {
+    const b = structuredClone(base);
+    const tools = b.tools as Json[];
+    tools.push(structuredClone(tools[1] as Json));
+    const d = firstDivergence(prefix(base), prefix(b));
+    const name = (tools[1] as Json).name;
+    expect(d?.change).toMatchObject({
+      type: 'tools',
+      added: [{ name, index: tools.length - 1 }],
+      removed: [],
+    });
+    // And the other way round: the duplicate dropped is a removal.
+    expect(firstDivergence(prefix(b), prefix(base))?.change).toMatchObject({
+      type: 'tools',
+      removed: [{ name, index: tools.length - 1 }],
+      added: [],
+      reordered: [],
+    });
+  });
+
   it('tells inserted, removed and restructured messages apart', () => {
     const next = appendUserTurn(base, 'go');
     const ins = structuredClone(next);

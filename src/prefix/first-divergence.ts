@@ -198,6 +198,8 @@ function blocksDivergence(a: Prefix, b: Prefix, level: PrefixLevel, ia: number, 
 
 interface ToolView {
   name: string;
+  /** The name, and which occurrence of it (a list may name a tool twice; the provider refuses that). */
+  key: string;
   index: number;
   contentHash: string;
   parts: PrefixBlock['toolParts'];
@@ -206,45 +208,52 @@ interface ToolView {
 /** The tools as the prefix model holds them: names and part identities, no body needed (captures too). */
 function toolViews(p: Prefix): ToolView[] {
   const { start, end } = p.levels.tools;
-  return p.blocks.slice(start, end).map((blk, index) => ({
-    name: blk.name ?? `#${index}`,
-    index,
-    contentHash: blk.contentHash,
-    parts: blk.toolParts,
-  }));
+  const seen = new Map<string, number>();
+  return p.blocks.slice(start, end).map((blk, index) => {
+    const name = blk.name ?? `#${index}`;
+    const n = seen.get(name) ?? 0;
+    seen.set(name, n + 1);
+    return {
+      name,
+      key: n ? `${name}\u0000${n}` : name,
+      index,
+      contentHash: blk.contentHash,
+      parts: blk.toolParts,
+    };
+  });
 }
 
 function toolsChange(a: Prefix, b: Prefix): ToolsChange {
   const ta = toolViews(a);
   const tb = toolViews(b);
-  const inA = new Map(ta.map((t) => [t.name, t]));
-  const inB = new Map(tb.map((t) => [t.name, t]));
+  const inA = new Map(ta.map((t) => [t.key, t]));
+  const inB = new Map(tb.map((t) => [t.key, t]));
   const change: ToolsChange = {
     type: 'tools',
     added: tb
-      .filter((t) => !inA.has(t.name))
+      .filter((t) => !inA.has(t.key))
       .map(({ name, index }) => {
-        const next = tb.slice(index + 1).find((t) => inA.has(t.name));
+        const next = tb.slice(index + 1).find((t) => inA.has(t.key));
         return next ? { name, index, before: next.name } : { name, index };
       }),
-    removed: ta.filter((t) => !inB.has(t.name)).map(({ name, index }) => ({ name, index })),
+    removed: ta.filter((t) => !inB.has(t.key)).map(({ name, index }) => ({ name, index })),
     reordered: [],
     schemaChanged: [],
     descriptionChanged: [],
     otherChanged: [],
   };
-  const sharedA = ta.filter((t) => inB.has(t.name));
-  const sharedB = tb.filter((t) => inA.has(t.name));
+  const sharedA = ta.filter((t) => inB.has(t.key));
+  const sharedB = tb.filter((t) => inA.has(t.key));
   for (let i = 0; i < sharedB.length; i++) {
     const x = sharedA[i] as ToolView;
     const y = sharedB[i] as ToolView;
-    if (x.name !== y.name) {
+    if (x.key !== y.key) {
       change.reordered.push({ index: y.index, moved: y.name, displaced: x.name });
       break;
     }
   }
   for (const y of sharedB) {
-    const x = inA.get(y.name) as ToolView;
+    const x = inA.get(y.key) as ToolView;
     if (x.contentHash === y.contentHash) continue;
     let described = false;
     if (x.parts && y.parts && x.parts.schema !== y.parts.schema) {
