@@ -81,6 +81,21 @@ describe('resolveConversation', () => {
     expect(b2).toMatchObject({ relation: 'continues', conversation: b1.conversation });
   });
 
+  it('unlabelled conversations that open with the same context message are strangers', () => {
+    const d = driver();
+    const ctx = u('<context>the repository layout and rules</context>');
+    const a1 = d.send([ctx, u('task A')]);
+    const b1 = d.send([ctx, u('task B')]);
+    expect(b1).toMatchObject({ relation: 'new' });
+    expect(b1.conversation).not.toBe(a1.conversation);
+    const a2 = d.send([ctx, u('task A'), a('ok A'), u('more A')]);
+    expect(a2).toMatchObject({ relation: 'continues', parent: a1.id, reclassified: [] });
+    // Under a label, the task edited after the same opening is still the line (its first messages changed).
+    const l1 = d.send([ctx, u('task C'), a('ok'), u('next')], { label: 'l' });
+    const l2 = d.send([ctx, u('task C, edited'), a('ok'), u('next'), a('done'), u('more')], { label: 'l' });
+    expect(l2).toMatchObject({ relation: 'continues', parent: l1.id, conversation: l1.conversation });
+  });
+
   it('a tool added mid-session continues the conversation (the cache key disagrees, the transcript holds)', () => {
     const d = driver();
     const t1 = d.send([u('go')], { label: 's' });

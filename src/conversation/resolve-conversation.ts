@@ -55,8 +55,9 @@ interface Candidate {
 
 /**
  * Finds the deepest shared history: first the latest request whose whole history this one extends (a
- * message end that was some request's last), then a deeper partial match (an edit or rewind of a line).
- * A match under another label counts only when the cached prefix agrees or a real history is shared.
+ * message end that was some request's last), then a deeper partial match (an edit or rewind of a line),
+ * which must share more than the opening input. A match under another label counts only when the cached
+ * prefix agrees or a real history is shared.
  */
 function findParent(store: ConversationStore, req: ConversationRequest): Candidate | undefined {
   const ends = req.ends;
@@ -80,6 +81,9 @@ function findParent(store: ConversationStore, req: ConversationRequest): Candida
   }
   for (let j = ends.length - 1; j > (full?.at ?? -1); j--) {
     const end = ends[j] as MessageEnd;
+    // Sharing only the opening (user input before any reply) makes no conversation: strangers send the
+    // same context block or template before their own task.
+    if (end.opening) break;
     const entry = store.passingThrough(end.transcript);
     if (!entry) continue;
     const node = latestInLine(store, entry.request, end.message);

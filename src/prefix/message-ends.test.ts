@@ -58,6 +58,15 @@ describe('messageEnds', () => {
     expect(messageEnds(p).map((e) => e.message)).toEqual([1, 2, 3]);
   });
 
+  it('marks the opening: the ends before the first reply or tool call', () => {
+    const p = chat('Prompt.', 'context', [
+      { role: 'user', content: 'task' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'more' },
+    ]);
+    expect(messageEnds(p).map((e) => e.opening)).toEqual([true, true, false, false]);
+  });
+
   it('ends every Anthropic message, the first user message included', () => {
     const p = parsePrefix(
       JSON.stringify({

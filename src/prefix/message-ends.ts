@@ -13,7 +13,15 @@ export interface MessageEnd {
   transcript: string;
   /** Estimated tokens of the prefix up to and including this message. */
   tokens: number;
+  /**
+   * Every message up to this one is user input (or system prompt): no reply or tool call yet. Strangers
+   * share such an opening (a context block, a template, Codex's environment and AGENTS.md messages).
+   */
+  opening: boolean;
 }
+
+/** Roles that are input to the model rather than its side of the conversation. */
+const INPUT_ROLES: ReadonlySet<string> = new Set(['user', 'system', 'developer']);
 
 /**
  * Every message end of `prefix`, in order, after the leading system/developer messages (the system prompt,
@@ -23,9 +31,11 @@ export function messageEnds(prefix: Prefix): MessageEnd[] {
   const out: MessageEnd[] = [];
   const { start, end } = prefix.levels.messages;
   const blocks = prefix.blocks;
+  let opening = true;
   for (let i = start; i < end; i++) {
     const b = blocks[i];
     if (!b) continue;
+    if (b.role === undefined || !INPUT_ROLES.has(b.role)) opening = false;
     const next = blocks[i + 1];
     if (i + 1 < end && next?.messageIndex === b.messageIndex) continue;
     if (b.transcript === undefined) continue;
@@ -35,6 +45,7 @@ export function messageEnds(prefix: Prefix): MessageEnd[] {
       cacheKey: b.hash,
       transcript: b.transcript,
       tokens: b.cumulativeTokens,
+      opening,
     });
   }
   return out;
