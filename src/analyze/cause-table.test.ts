@@ -1,0 +1,314 @@
+// The cause table, one test per cause and per provider scheme, on evidence from the real cache models over
+// real request bodies at chosen times (Anthropic; OpenAI automatic with 128 and 2,048 rounding; GPT-5.6+).
+import { describe, expect, it } from 'vitest';
+import { AnthropicCache } from '../cache/anthropic-cache.js';
+import type { CacheEvidence } from '../cache/cache-evidence.js';
+import { OpenAICache } from '../cache/openai-cache.js';
+import type { Relation } from '../conversation/conversation-store.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../demo/agent-conversation.js';
+import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+import { firstDivergence } from '../prefix/first-divergence.js';
+import { type CauseDecision, decideCause } from './cause-table.js';
+
+type Json = Record<string, unknown>;
+const MIN = 60_000;
+
+/** One request as the cache model saw it: what it read, wrote and left cached, and its evidence. */
+interface Sent {
+  prefix: Prefix;
+  start: number;
+  firstByte: number;
+  read: number;
+  written: number;
+  evidence: CacheEvidence;
+}
+
+/** A provider's cache with a clock in the test's hands; the model's own usage stands for the provider's. */
+function provider(kind: 'anthropic' | 'openai') {
+  const anthropic = new AnthropicCache();
+  const openai = new OpenAICache();
+  const builder = new PrefixBuilder();
+  let n = 0;
+  return {
+    send(
+      body: Json,
+      start: number,
+      opts: { respondAt?: number; mode?: string; retention?: string } = {},
+    ): Sent {
+      const id = `r${++n}`;
+      const firstByte = opts.respondAt ?? start + 100;
+      if (kind === 'anthropic') {
+        const prefix = builder.parse(JSON.stringify(body), { format: 'anthropic-messages' });
+        const out = anthropic.evaluate(prefix, 'k', start, id, { explain: true });
+        if (!('usage' in out)) throw new Error(out.message);
+        anthropic.responseBegan(out, firstByte);
+        const u = out.usage;
+        return {
+          prefix,
+          start,
+          firstByte,
+          read: u.cache_read_input_tokens,
+          written: u.cache_creation_input_tokens,
+          evidence: out.evidence,
+        };
+      }
+      const prefix = builder.parse(JSON.stringify(body), { format: 'openai-chat' });
+      const out = openai.evaluate(prefix, 'k', start, id, {
+        explain: true,
+        ...(opts.mode ? { mode: opts.mode } : {}),
+        ...(opts.retention ? { retention: opts.retention } : {}),
+      });
+      openai.responseBegan(out, firstByte);
+      return {
+        prefix,
+        start,
+        firstByte,
+        read: out.cachedTokens,
+        written: out.cacheWriteTokens ?? 0,
+        evidence: out.evidence,
+      };
+    },
+  };
+}
+
+/** What the parent left cached: the provider's word where writes are reported, else the model's. */
+const cachedBy = (p: Sent) =>
+  p.evidence.writesReported ? p.read + p.written : Math.max(p.read, p.evidence.cachedAfterTokens);
+
+/** The table's decision for `child` against `parent` (as the analyzer assembles it). */
+function decide(
+  parent: Sent | undefined,
+  child: Sent,
+  relation: Relation = parent ? 'continues' : 'new',
+  read = child.read,
+): CauseDecision | undefined {
+  const divergence = parent ? firstDivergence(parent.prefix, child.prefix) : null;
+  return decideCause({
+    relation,
+    hasParent: !!parent,
+    parentCached: parent ? cachedBy(parent) : 0,
+    divergence,
+    shared: divergence
+      ? divergence.sharedTokens
+      : Math.min(parent?.prefix.totalTokens ?? 0, child.prefix.totalTokens),
+    read,
+    written: child.written,
+    total: child.prefix.totalTokens,
+    evidence: child.evidence,
+    beforeParentResponse: !!parent && child.start < parent.firstByte,
+    idleSeconds: parent ? (child.start - parent.start) / 1000 : 0,
+  });
+}
+
+const TOOLS = ['Bash', 'Glob', 'Grep', 'Read', 'Edit', 'Write'];
+const base = () => agentConversation({ turns: 4, tools: TOOLS, seed: 7 });
+
+describe('cause table: Anthropic', () => {
+  it('cold_start for a first write, nothing for the turn that reads it all', () => {
+    const p = provider('anthropic');
+    const t1 = p.send(base(), 0);
+    expect(decide(undefined, t1)?.cause).toBe('cold_start');
+    const t2 = p.send(appendUserTurn(base(), 'next'), 30_000);
+    expect(decide(t1, t2)).toBeUndefined();
+  });
+
+  const changed: Array<[string, (b: Json) => void, string]> = [
+    ['tools_changed', (b) => (b.tools as Json[]).splice(2, 0, anthropicTool('mcp__db__query')), 'tools'],
+    ['tools_changed', (b) => (b.tools as Json[]).pop(), 'tools'],
+    [
+      'system_changed',
+      (b) => {
+        const s = (b.system as Json[])[0] as Json;
+        s.text = `${s.text}\nCurrent date: 2026-12-01.`;
+      },
+      'system',
+    ],
+    [
+      'messages_edited',
+      (b) => (((b.messages as Json[])[2] as Json).content = [{ type: 'text', text: 'edited' }]),
+      'messages',
+    ],
+    ['params_changed', (b) => (b.tool_choice = { type: 'any' }), 'params'],
+    ['model_changed', (b) => (b.model = 'claude-fable-5'), 'params'],
+  ];
+  it.each(changed)('%s when the prefix changed at its level', (cause, edit, level) => {
+    const p = provider('anthropic');
+    const t1 = p.send(base(), 0);
+    const b = appendUserTurn(base(), 'next');
+    edit(b);
+    const t2 = p.send(b, 30_000);
+    const d = decide(t1, t2);
+    expect(d?.cause).toBe(cause);
+    expect(d?.changed?.[0]).toBe(level);
+    expect(d?.rewritten).toBeGreaterThan(0);
+  });
+
+  it('fork_diverged when a fork sends a prefix its parent never cached', () => {
+    const p = provider('anthropic');
+    const t1 = p.send(base(), 0);
+    const b = appendUserTurn(base(), 'review');
+    (b.tools as Json[]).push(anthropicTool('skill_manage'));
+    expect(decide(t1, p.send(b, 30_000), 'fork')?.cause).toBe('fork_diverged');
+  });
+
+  it('ttl_expired with the TTL of the entry that expired (1 h system, 5 m conversation, idle 10 min)', () => {
+    const p = provider('anthropic');
+    const mixed = (b: Json) => {
+      ((b.system as Json[])[0] as Json).cache_control = { type: 'ephemeral', ttl: '1h' };
+      return b;
+    };
+    const t1 = p.send(mixed(base()), 0);
+    const t2 = p.send(mixed(appendUserTurn(base(), 'back')), 10 * MIN);
+    expect(t2.read).toBeGreaterThan(0); // the 1 h system entry is still there
+    const d = decide(t1, t2);
+    expect(d?.cause).toBe('ttl_expired');
+    expect(d?.evidence).toMatchObject({ reason: 'expired', ttlMs: 5 * MIN });
+  });
+
+  it('lookback_exceeded when one turn adds more than 20 blocks behind the moving breakpoint', () => {
+    const p = provider('anthropic');
+    const t1 = p.send(base(), 0);
+    let b = base();
+    for (let i = 0; i < 11; i++) b = appendUserTurn(b, `step ${i}`);
+    const d = decide(t1, p.send(b, 30_000));
+    expect(d?.cause).toBe('lookback_exceeded');
+    expect(d?.evidence).toMatchObject({ reason: 'beyond_lookback' });
+  });
+
+  it('concurrent when the request starts before its parent’s response began', () => {
+    const p = provider('anthropic');
+    const t1 = p.send(base(), 0, { respondAt: 5_000 });
+    const d = decide(t1, p.send(base(), 1_000));
+    expect(d?.cause).toBe('concurrent');
+    expect(d?.evidence).toMatchObject({ reason: 'pending' });
+  });
+
+  it('below_minimum when the prefix is smaller than the model caches', () => {
+    const p = provider('anthropic');
+    const small = {
+      model: 'claude-haiku-4-5',
+      max_tokens: 10,
+      cache_control: { type: 'ephemeral' },
+      messages: [{ role: 'user', content: 'Classify: the build is red.' }],
+    };
+    const t1 = p.send(small, 0);
+    expect(decide(undefined, t1)).toMatchObject({ cause: 'below_minimum', evidence: { minimum: 4096 } });
+    const grown = {
+      ...small,
+      messages: [...small.messages, { role: 'assistant', content: 'bug' }, { role: 'user', content: 'next' }],
+    };
+    expect(decide(t1, p.send(grown, 30_000))?.cause).toBe('below_minimum');
+  });
+
+  it('unexplained only when the model could read more than the provider did', () => {
+    const p = provider('anthropic');
+    const t1 = p.send(base(), 0);
+    const t2 = p.send(appendUserTurn(base(), 'next'), 30_000);
+    expect(decide(t1, t2, 'continues', 0)?.cause).toBe('unexplained');
+  });
+});
+
+/** An OpenAI Chat body: a long developer prompt, then `turns` user/assistant pairs and a user message. */
+function chat(model: string, turns: number, extra: Json = {}): Json {
+  const filler = (n: number, seed: number) =>
+    Array.from({ length: n }, (_, i) => `word${(i * 7 + seed) % 97}`).join(' ');
+  const messages: Json[] = [{ role: 'developer', content: filler(1200, 1) }];
+  for (let t = 0; t < turns; t++)
+    messages.push(
+      { role: 'user', content: filler(150, t + 2) },
+      { role: 'assistant', content: filler(60, t + 50) },
+    );
+  messages.push({ role: 'user', content: filler(150, 99 + turns) });
+  return { model, messages, ...extra };
+}
+
+describe.each([
+  ['gpt-5.4', 128],
+  ['gpt-5.5', 2048],
+])(
+  'cause table: OpenAI automatic caching (%s, %i-token rounding, writes not reported)',
+  (model, granularity) => {
+    it('names nothing when a turn loses only the rounding', () => {
+      const p = provider('openai');
+      const t1 = p.send(chat(model, 2), 0);
+      expect(decide(undefined, t1)?.cause).toBe('cold_start');
+      const t2 = p.send(chat(model, 3), 30_000);
+      expect(t2.read % granularity).toBe(0);
+      expect(decide(t1, t2)).toBeUndefined();
+    });
+
+    it('tools_changed on turn 2, from what the model inferred the first turn cached', () => {
+      const p = provider('openai');
+      const tools = [{ type: 'function', function: { name: 'read', parameters: { type: 'object' } } }];
+      const t1 = p.send(chat(model, 2, { tools }), 0);
+      const t2 = p.send(
+        chat(model, 3, { tools: [...tools, { type: 'function', function: { name: 'write' } }] }),
+        30_000,
+      );
+      expect(t1.written).toBe(0);
+      expect(decide(t1, t2)?.cause).toBe('tools_changed');
+    });
+
+    it('messages_edited when an earlier message changed', () => {
+      const p = provider('openai');
+      const t1 = p.send(chat(model, 4), 0);
+      const b = chat(model, 5);
+      ((b.messages as Json[])[3] as Json).content = 'edited';
+      expect(decide(t1, p.send(b, 30_000))?.cause).toBe('messages_edited');
+    });
+
+    it('ttl_expired after 5 idle minutes in memory; nothing with 24 h retention', () => {
+      const p = provider('openai');
+      const t1 = p.send(chat(model, 3), 0);
+      const d = decide(t1, p.send(chat(model, 4), 6 * MIN));
+      expect(d).toMatchObject({ cause: 'ttl_expired', evidence: { reason: 'expired', ttlMs: 5 * MIN } });
+      const q = provider('openai');
+      const k1 = q.send(chat(model, 3), 0, { retention: '24h' });
+      expect(decide(k1, q.send(chat(model, 4), 60 * MIN, { retention: '24h' }))).toBeUndefined();
+    });
+
+    it('concurrent for a parallel duplicate, which the model infers its twin was still writing', () => {
+      const p = provider('openai');
+      p.send(chat(model, 3), 0);
+      const a = p.send(chat(model, 4, { n: 1 }), 30_000, { respondAt: 40_000 });
+      const b = p.send(chat(model, 4, { n: 1 }), 30_500);
+      expect(decide(a, b)).toMatchObject({ cause: 'concurrent', evidence: { reason: 'pending' } });
+    });
+  },
+);
+
+describe('cause table: GPT-5.6+ breakpoints (writes reported, 30-minute TTL)', () => {
+  it('nothing after 10 idle minutes; ttl_expired after 31, with the 30-minute TTL', () => {
+    const p = provider('openai');
+    const t1 = p.send(chat('gpt-5.6', 3), 0);
+    expect(t1.written).toBeGreaterThan(0);
+    const t2 = p.send(chat('gpt-5.6', 4), 10 * MIN);
+    expect(decide(t1, t2)).toBeUndefined();
+    const d = decide(t2, p.send(chat('gpt-5.6', 5), 41 * MIN + 1));
+    expect(d).toMatchObject({ cause: 'ttl_expired', evidence: { ttlMs: 30 * MIN } });
+  });
+
+  it('lookback_exceeded when more than 20 eligible message ends come in one turn', () => {
+    const p = provider('openai');
+    const t1 = p.send(chat('gpt-5.6', 2), 0);
+    const d = decide(t1, p.send(chat('gpt-5.6', 24), 30_000));
+    expect(d).toMatchObject({ cause: 'lookback_exceeded', evidence: { reason: 'beyond_lookback' } });
+  });
+
+  it('explicit mode without breakpoints caches nothing, and so names nothing', () => {
+    const p = provider('openai');
+    const t1 = p.send(chat('gpt-5.6', 2), 0, { mode: 'explicit' });
+    expect(t1.written).toBe(0);
+    expect(decide(undefined, t1)).toBeUndefined();
+    expect(decide(t1, p.send(chat('gpt-5.6', 3), 30_000, { mode: 'explicit' }))).toBeUndefined();
+  });
+
+  it('below_minimum under 1,024 tokens', () => {
+    const p = provider('openai');
+    const tiny = { model: 'gpt-5.6', messages: [{ role: 'user', content: 'hello there' }] };
+    expect(decide(undefined, p.send(tiny, 0))).toMatchObject({
+      cause: 'below_minimum',
+      evidence: { minimum: 1024 },
+    });
+  });
+});
