@@ -274,6 +274,22 @@ describe.each([
       const b = p.send(chat(model, 4, { n: 1 }), 30_500);
       expect(decide(a, b)).toMatchObject({ cause: 'concurrent', evidence: { reason: 'pending' } });
     });
+
+    it('nothing for a fork that reads its parent while a sibling is still writing past the parent', () => {
+      // The main line and a summary fork both extend the parent with the same reply; the main line's
+      // entries past the parent are still pending when the fork looks up. The fork lost nothing of its parent.
+      const p = provider('openai');
+      const parent = p.send(chat(model, 3), 0);
+      const shared = (last: string) => {
+        const b = chat(model, 4);
+        ((b.messages as Json[]).at(-1) as Json).content = last;
+        return b;
+      };
+      p.send(shared('next step'), 30_000, { respondAt: 40_000 });
+      const fork = p.send(shared('Summarize the session.'), 30_500);
+      expect(fork.evidence.unreadable[0]).toMatchObject({ reason: 'pending' });
+      expect(decide(parent, fork, 'fork')).toBeUndefined();
+    });
   },
 );
 

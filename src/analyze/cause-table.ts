@@ -113,13 +113,20 @@ export function decideCause(x: CauseInput): CauseDecision | undefined {
   const rewritten = reusable - x.read;
   // 3. The model could read more than the provider did: the one case nothing explains.
   if (ev && ev.readTokens > x.read + tol) return { cause: 'unexplained', rewritten };
-  const why = ev?.unreadable[0];
+  // What explains the loss lies beyond the read and within what the parent had cached: an entry further on
+  // (a sibling's write still pending, say) is not what this request lost.
+  const why = ev?.unreadable.find(
+    (u) =>
+      u.reason === 'other_route' ||
+      (u.reason !== 'below_minimum' && u.reason !== 'rounded' && u.tokens <= reusable + tol),
+  );
   if (x.beforeParentResponse || why?.reason === 'pending')
     return { cause: 'concurrent', rewritten, ...(why ? { evidence: why } : {}) };
   if (why?.reason === 'expired') return { cause: 'ttl_expired', rewritten, evidence: why };
   if (why?.reason === 'beyond_lookback') return { cause: 'lookback_exceeded', rewritten, evidence: why };
   if (why?.reason === 'other_route') return { cause: 'concurrent', rewritten, evidence: why };
   if (below) return { cause: 'below_minimum', rewritten, evidence: below };
-  if (why?.reason === 'rounded' && rewritten <= why.granularity + tol) return undefined;
+  const rounded = ev?.unreadable.find((u) => u.reason === 'rounded');
+  if (rounded?.reason === 'rounded' && rewritten <= rounded.granularity + tol) return undefined;
   return { cause: 'unexplained', rewritten };
 }

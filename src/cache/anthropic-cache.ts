@@ -11,7 +11,7 @@ import {
   TTL_5M,
 } from './anthropic-rules.js';
 import { thinkingInContext } from './anthropic-thinking.js';
-import { type CacheEvidence, deepestUnreadable, type Unreadable } from './cache-evidence.js';
+import { type CacheEvidence, type Unreadable, unreadableEntries } from './cache-evidence.js';
 import { type CacheEntry, EntryStore } from './entry-store.js';
 
 /** How many positions a breakpoint looks back, counting itself (prompt-caching.md). */
@@ -150,12 +150,13 @@ export class AnthropicCache {
     // What this request could not read, found before its own writes land (they are not "earlier").
     const unreadable: Unreadable[] = [];
     if (options.explain) {
-      const deepest = deepestUnreadable(prefix, this.store, scope, start, hit?.blockIndex ?? -1);
-      if (deepest?.reason === 'beyond_lookback' && breakpoints.length) {
-        const bp = breakpoints.find((x) => x.blockIndex > deepest.blockIndex);
-        if (bp) deepest.distance = bp.blockIndex - deepest.blockIndex + 1;
+      for (const u of unreadableEntries(prefix, this.store, scope, start, hit?.blockIndex ?? -1)) {
+        if (u.reason === 'beyond_lookback') {
+          const bp = breakpoints.find((x) => x.blockIndex > u.blockIndex);
+          if (bp) u.distance = bp.blockIndex - u.blockIndex + 1;
+        }
+        unreadable.push(u);
       }
-      if (deepest) unreadable.push(deepest);
     }
     const a = hit?.tokens ?? 0;
     const writes: CacheEntry[] = [];

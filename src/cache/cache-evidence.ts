@@ -24,42 +24,56 @@ export interface CacheEvidence {
   writesReported: boolean;
   /** The TTL of what this request cached: its longest breakpoint's, or the scheme's retention. */
   ttlMs: number;
-  /** The deepest entry beyond the read that existed and was not read, with its reason; then the others. */
+  /**
+   * Entries beyond the read that existed and were not read: the deepest of each kind, deepest first; then
+   * below-minimum and rounding notes.
+   */
   unreadable: Unreadable[];
 }
 
 /**
- * Scans from the end of the prefix back to just past what was read for the deepest entry this request
- * could not read: live but outside every window (`beyond_lookback`), live but still being written
- * (`pending`), or expired (`expired`, with the entry's own TTL). Stops at the first it finds.
+ * Scans from the end of the prefix back to just past what was read for the entries this request could not
+ * read: live but outside every window (`beyond_lookback`), live but still being written (`pending`), or
+ * expired (`expired`, with the entry's own TTL). Returns the deepest of each kind, deepest first: the
+ * deepest overall may lie beyond what the request's parent cached (a sibling's write), and the analyzer
+ * needs the one that explains what was lost.
  */
-export function deepestUnreadable(
+export function unreadableEntries(
   prefix: Prefix,
   store: EntryStore,
   scope: string,
   start: number,
   readBlock: number,
-): Unreadable | undefined {
+): Unreadable[] {
   const blocks = prefix.blocks;
-  for (let i = blocks.length - 1; i > readBlock; i--) {
+  const out: Unreadable[] = [];
+  const found = new Set<Unreadable['reason']>();
+  for (let i = blocks.length - 1; i > readBlock && found.size < 3; i--) {
     const block = blocks[i];
     if (!block) continue;
     const key = `${scope}|${block.hash}`;
     const live = store.peek(key, start);
+    let u: Unreadable | undefined;
     if (live) {
-      return live.readableAt > start
-        ? { reason: 'pending', blockIndex: i, tokens: block.cumulativeTokens }
-        : { reason: 'beyond_lookback', blockIndex: i, tokens: block.cumulativeTokens };
+      u =
+        live.readableAt > start
+          ? { reason: 'pending', blockIndex: i, tokens: block.cumulativeTokens }
+          : { reason: 'beyond_lookback', blockIndex: i, tokens: block.cumulativeTokens };
+    } else {
+      const gone = store.expired(key, start);
+      if (gone)
+        u = {
+          reason: 'expired',
+          blockIndex: i,
+          tokens: block.cumulativeTokens,
+          ttlMs: gone.ttlMs,
+          expiredAt: gone.expiresAt,
+        };
     }
-    const gone = store.expired(key, start);
-    if (gone)
-      return {
-        reason: 'expired',
-        blockIndex: i,
-        tokens: block.cumulativeTokens,
-        ttlMs: gone.ttlMs,
-        expiredAt: gone.expiresAt,
-      };
+    if (u && !found.has(u.reason)) {
+      found.add(u.reason);
+      out.push(u);
+    }
   }
-  return undefined;
+  return out;
 }

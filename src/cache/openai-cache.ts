@@ -4,7 +4,7 @@
 import { hash } from 'node:crypto';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
-import { type CacheEvidence, deepestUnreadable, type Unreadable } from './cache-evidence.js';
+import { type CacheEvidence, type Unreadable, unreadableEntries } from './cache-evidence.js';
 import { type CacheEntry, EntryStore } from './entry-store.js';
 import { ExpiringRecords } from './expiring-records.js';
 
@@ -125,8 +125,7 @@ export class OpenAICache {
     if (opts.explain) {
       if (overflowed) unreadable.push({ reason: 'other_route' });
       else {
-        const deepest = deepestUnreadable(prefix, this.store, scope, start, hit?.blockIndex ?? -1);
-        if (deepest) unreadable.push(deepest);
+        unreadable.push(...unreadableEntries(prefix, this.store, scope, start, hit?.blockIndex ?? -1));
       }
     }
     const writes: CacheEntry[] = [];
