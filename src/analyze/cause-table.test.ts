@@ -290,6 +290,19 @@ describe.each([
       expect(fork.evidence.unreadable[0]).toMatchObject({ reason: 'pending' });
       expect(decide(parent, fork, 'fork')).toBeUndefined();
     });
+
+    it('nothing when what the fork lost of its parent is only the rounding, a sibling writing just past it', () => {
+      const p = provider('openai');
+      const parent = p.send(chat(model, 3), 0);
+      const next = (last: string) => {
+        const b = chat(model, 3);
+        (b.messages as Json[]).push({ role: 'assistant', content: 'Done.' }, { role: 'user', content: last });
+        return b;
+      };
+      p.send(next('next step'), 30_000, { respondAt: 40_000 });
+      const fork = p.send(next('Summarize.'), 30_500);
+      expect(decide(parent, fork, 'fork')).toBeUndefined();
+    });
   },
 );
 

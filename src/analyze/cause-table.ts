@@ -113,6 +113,9 @@ export function decideCause(x: CauseInput): CauseDecision | undefined {
   const rewritten = reusable - x.read;
   // 3. The model could read more than the provider did: the one case nothing explains.
   if (ev && ev.readTokens > x.read + tol) return { cause: 'unexplained', rewritten };
+  // 4. What the provider's rounding withheld of the hit is no loss (automatic caching reports multiples).
+  const rounded = ev?.unreadable.find((u) => u.reason === 'rounded');
+  if (rounded?.reason === 'rounded' && rewritten <= rounded.tokens + tol) return undefined;
   // What explains the loss lies beyond the read and within what the parent had cached: an entry further on
   // (a sibling's write still pending, say) is not what this request lost.
   const why = ev?.unreadable.find(
@@ -126,7 +129,5 @@ export function decideCause(x: CauseInput): CauseDecision | undefined {
   if (why?.reason === 'beyond_lookback') return { cause: 'lookback_exceeded', rewritten, evidence: why };
   if (why?.reason === 'other_route') return { cause: 'concurrent', rewritten, evidence: why };
   if (below) return { cause: 'below_minimum', rewritten, evidence: below };
-  const rounded = ev?.unreadable.find((u) => u.reason === 'rounded');
-  if (rounded?.reason === 'rounded' && rewritten <= rounded.granularity + tol) return undefined;
   return { cause: 'unexplained', rewritten };
 }
