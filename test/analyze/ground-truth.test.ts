@@ -1,7 +1,8 @@
 // The ground-truth corpus: hundreds of generated sessions, each with one known event (or none), sent with
 // the official SDKs through two real capturing proxies into the simulator; the report must name the cause.
 // CACHEWARD_CORPUS_REPORT=1 prints the per-event table even when everything passes.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCorpus, SCHEMES } from './corpus/corpus.js';
 import { EVENTS } from './corpus/events.js';
 import {
@@ -24,6 +25,10 @@ beforeAll(async () => {
   if (process.env.CACHEWARD_CORPUS_REPORT)
     console.log(`${report}\n\nper event:\n${accuracyTable(score)}\n\nsent in ${run.seconds.toFixed(1)} s`);
 }, 240_000);
+
+afterAll(() => {
+  if (run) rmSync(run.root, { recursive: true, force: true });
+});
 
 const injected = (event: string, scheme?: string) =>
   score.outcomes.filter(

@@ -22,8 +22,9 @@ export interface SentRequest {
 
 export interface CorpusRun {
   sent: SentRequest[];
-  /** The capture folder of each proxy. */
+  /** The capture folder of each proxy, and the temporary folder that holds both. */
   dirs: { hashes: string; full: string };
+  root: string;
   seconds: number;
 }
 
@@ -120,7 +121,7 @@ export async function sendCorpus(sessions: readonly CorpusSession[]): Promise<Co
     await proxies.full.close();
     await sim.close();
   }
-  return { sent, dirs, seconds: (performance.now() - began) / 1000 };
+  return { sent, dirs, root, seconds: (performance.now() - began) / 1000 };
 }
 
 interface Clients {
