@@ -1,11 +1,12 @@
-// CasFileStore: documents (memory entries, skill files) written under an inter-process lock, reloaded before
-// every mutation, compare-and-swap against the version read earlier, atomically, and in all-or-nothing batches.
+// CasFileStore: documents (memory entries, skill files) kept in one snapshot file, changed under a lock that
+// dies with its holder, compare-and-swap against what the context read. It never loses an acknowledged write.
 
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CachewardError } from '../core/errors.js';
+import { type HeldLock, lockHolder, tryLock } from './process-lock.js';
 
 /** A write lost a race: the document changed since this context read it. Re-read and decide again. */
 export class CasConflictError extends CachewardError {
@@ -24,12 +25,26 @@ export class NotReadFirstError extends CachewardError {
   }
 }
 
-/** The lock could not be taken in time. */
+/** The lock could not be taken in time: a live process holds it (a live holder's lock is never broken). */
 export class LockTimeoutError extends CachewardError {
-  constructor(dir: string) {
+  constructor(
+    dir: string,
+    readonly holder: number | undefined,
+    waitedMs: number,
+  ) {
     super(
       'CW_CAS_LOCK',
-      `could not lock ${dir} in time; another writer holds it (its .lock names the process)`,
+      `could not lock ${dir} within ${waitedMs} ms: ${holder ? `process ${holder}` : 'another process'} holds it and is still running; nothing was written. Retry later, or raise lockTimeoutMs`,
+    );
+  }
+}
+
+/** The snapshot file is not one this store wrote. */
+export class CorruptStoreError extends CachewardError {
+  constructor(file: string, detail: string) {
+    super(
+      'CW_CAS_CORRUPT',
+      `${file} is not a cacheward document store (${detail}); move it away or restore it from a backup`,
     );
   }
 }
@@ -40,19 +55,25 @@ export interface CasDocument {
 }
 
 export interface CasFileStoreOptions {
-  /** How long to wait for the lock (default 10 s). */
+  /** How long a write waits for the lock before failing with {@link LockTimeoutError} (default 10 s). */
   lockTimeoutMs?: number;
-  /** A lock older than this whose process is gone is broken (default 30 s). */
-  staleLockMs?: number;
 }
 
+/** The snapshot: every document of the store, replaced whole by one rename, so readers see a whole batch. */
+export const STORE_FILE = 'store.json';
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/;
 const versionOf = (content: string) => createHash('sha256').update(content).digest('hex').slice(0, 32);
 
+type Documents = Map<string, string>;
+
+/**
+ * Why one snapshot file: a batch becomes visible with one rename(2), so a reader sees every document of a
+ * batch or none, and a writer killed at any instant leaves the old snapshot or the new one. The lock only
+ * orders writers; it is held by a kernel object that vanishes with its process (see process-lock.ts), so
+ * a crashed writer never blocks anyone and a slow one is never overtaken.
+ */
 export class CasFileStore {
-  private seq = 0;
   private readonly lockTimeoutMs: number;
-  private readonly staleLockMs: number;
 
   constructor(
     readonly dir: string,
@@ -60,163 +81,126 @@ export class CasFileStore {
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
-    this.staleLockMs = options.staleLockMs ?? 30_000;
   }
 
-  /** A unit of work: it remembers the versions it read, and writes only against them. */
+  /** A unit of work: it reads one snapshot of the store, and writes only against the versions it read. */
   context(): CasContext {
     return new CasContext(this);
   }
 
-  /** @internal */
-  path(name: string): string {
+  /** The pid of the process writing to this store right now, if any. */
+  async holder(): Promise<number | undefined> {
+    return lockHolder(await this.lockKey(), this.dir);
+  }
+
+  /** @internal Throws unless `name` can name a document. */
+  checkName(name: string): void {
     if (!NAME.test(name))
       throw new CachewardError('CW_CAS_NAME', `"${name}" is not a document name (letters, digits, . _ -)`);
-    return join(this.dir, name);
   }
 
-  /** @internal The current document, read from disk. */
-  async load(name: string): Promise<CasDocument | undefined> {
+  /** @internal Every document, as of the last completed write. */
+  async snapshot(): Promise<Documents> {
+    const file = join(this.dir, STORE_FILE);
+    let text: string;
     try {
-      const content = await readFile(this.path(name), 'utf8');
-      return { content, version: versionOf(content) };
+      text = await readFile(file, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
       throw err;
     }
+    let doc: unknown;
+    try {
+      doc = JSON.parse(text);
+    } catch {
+      throw new CorruptStoreError(file, 'not JSON');
+    }
+    const { v, documents } = (doc && typeof doc === 'object' ? doc : {}) as {
+      v?: unknown;
+      documents?: unknown;
+    };
+    if (v !== 1 || !documents || typeof documents !== 'object' || Array.isArray(documents))
+      throw new CorruptStoreError(file, 'no "v": 1 and "documents" object');
+    const out: Documents = new Map();
+    for (const [name, content] of Object.entries(documents)) {
+      if (typeof content !== 'string') throw new CorruptStoreError(file, `document ${name} is not a string`);
+      out.set(name, content);
+    }
+    return out;
   }
 
-  /** @internal Runs `fn` holding the folder's exclusive lock (across processes). */
+  private async lockKey(): Promise<string> {
+    const s = await stat(this.dir, { bigint: true });
+    return `${s.dev}:${s.ino}`;
+  }
+
+  /** @internal Runs `fn` holding the store's lock (across processes, and across contexts in this one). */
   async locked<T>(fn: () => Promise<T>): Promise<T> {
-    const lock = join(this.dir, '.lock');
-    const deadline = Date.now() + this.lockTimeoutMs;
-    let delay = 2;
-    for (;;) {
-      try {
-        const h = await open(lock, 'wx', 0o600);
-        await h.writeFile(String(process.pid));
-        await h.close();
-        break;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        await this.breakStaleLock(lock);
-        if (Date.now() > deadline) throw new LockTimeoutError(this.dir);
-        await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(50, delay * 2);
+    const key = await this.lockKey();
+    const started = Date.now();
+    let lock: HeldLock | undefined;
+    for (let delay = 1; ; delay = Math.min(25, delay * 2)) {
+      lock = await tryLock(key, this.dir);
+      if (lock) break;
+      if (Date.now() - started >= this.lockTimeoutMs) {
+        throw new LockTimeoutError(this.dir, await lockHolder(key, this.dir), Date.now() - started);
       }
+      await new Promise((r) => setTimeout(r, delay * (0.5 + Math.random())));
     }
     try {
-      await this.rollForward();
+      await this.dropTemps();
       return await fn();
     } finally {
-      await unlink(lock).catch(() => {});
+      await lock.release();
     }
   }
 
-  private async breakStaleLock(lock: string): Promise<void> {
+  /** Under the lock, every temp file is a dead writer's: only the holder writes one. */
+  private async dropTemps(): Promise<void> {
+    for (const n of await readdir(this.dir)) {
+      if (n.startsWith('.tmp-')) await unlink(join(this.dir, n)).catch(() => {});
+    }
+  }
+
+  /** @internal Under the lock: the new snapshot, durable (temp file, fsync, rename, folder fsync) on return. */
+  async commit(documents: Documents): Promise<void> {
+    const tmp = join(this.dir, `.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
+    const h = await open(tmp, 'wx', 0o600);
     try {
-      const [s, pid] = await Promise.all([stat(lock), readFile(lock, 'utf8')]);
-      const owner = Number(pid);
-      let alive = true;
-      if (Number.isInteger(owner) && owner > 0) {
-        try {
-          process.kill(owner, 0);
-        } catch (e) {
-          alive = (e as NodeJS.ErrnoException).code === 'EPERM';
-        }
-      }
-      if (!alive || Date.now() - s.mtimeMs > this.staleLockMs) await unlink(lock);
-    } catch {
-      // The lock went away meanwhile, or is being written: try again.
-    }
-  }
-
-  /** @internal Writes files atomically: temps, fsync, a journal, renames, folder fsync. All or nothing. */
-  async commit(entries: ReadonlyArray<{ name: string; content: string }>): Promise<void> {
-    const moves: Array<[string, string]> = [];
-    for (const e of entries) {
-      const tmp = join(this.dir, `.tmp-${process.pid}-${++this.seq}-${e.name}`);
-      const h = await open(tmp, 'w', 0o600);
-      try {
-        await h.writeFile(e.content);
-        await h.sync();
-      } finally {
-        await h.close();
-      }
-      moves.push([tmp, this.path(e.name)]);
-    }
-    const journal = join(this.dir, '.journal');
-    if (moves.length > 1) {
-      const jtmp = `${journal}.tmp`;
-      const h = await open(jtmp, 'w', 0o600);
-      await h.writeFile(JSON.stringify(moves));
+      await h.writeFile(JSON.stringify({ v: 1, documents: Object.fromEntries(documents) }));
       await h.sync();
-      await h.close();
-      await rename(jtmp, journal);
-      await this.syncDir();
-    }
-    for (const [from, to] of moves) await rename(from, to);
-    await this.syncDir();
-    if (moves.length > 1) {
-      await unlink(journal);
-      await this.syncDir();
-    }
-  }
-
-  /** A batch interrupted after its journal was written is finished before anyone reads or writes. */
-  private async rollForward(): Promise<void> {
-    const journal = join(this.dir, '.journal');
-    let moves: Array<[string, string]>;
-    try {
-      moves = JSON.parse(await readFile(journal, 'utf8')) as Array<[string, string]>;
-    } catch {
-      // No journal (or a journal that was never completed): nothing was renamed; drop stray temps.
-      for (const n of await readdir(this.dir)) {
-        if (n.startsWith('.tmp-') || n === '.journal.tmp') {
-          const pid = Number(n.split('-')[1]);
-          if (n === '.journal.tmp' || !isAlive(pid)) await unlink(join(this.dir, n)).catch(() => {});
-        }
-      }
-      return;
-    }
-    for (const [from, to] of moves) await rename(from, to).catch(() => {});
-    await this.syncDir();
-    await unlink(journal).catch(() => {});
-  }
-
-  private async syncDir(): Promise<void> {
-    const h = await open(this.dir, 'r');
-    try {
-      await h.sync();
-    } catch {
-      // Some filesystems refuse fsync on a folder; the renames are still atomic.
     } finally {
       await h.close();
     }
-  }
-}
-
-function isAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    await rename(tmp, join(this.dir, STORE_FILE));
+    const d = await open(this.dir, 'r');
+    try {
+      await d.sync();
+    } catch {
+      // Some filesystems refuse fsync on a folder; the rename is still atomic.
+    } finally {
+      await d.close();
+    }
   }
 }
 
 /** One unit of work against a CasFileStore. */
 export class CasContext {
   private readonly seen = new Map<string, string | null>();
+  private view: Promise<Documents> | undefined;
 
   constructor(private readonly store: CasFileStore) {}
 
-  /** Reads a document and remembers its version (or that it did not exist). */
+  /**
+   * Reads a document and remembers its version (or that it did not exist). Every read of a context sees the
+   * same snapshot, taken at its first read and renewed by its own writes: never half of someone's batch.
+   */
   async read(name: string): Promise<CasDocument | undefined> {
-    const doc = await this.store.load(name);
-    this.seen.set(name, doc ? doc.version : null);
-    return doc;
+    this.store.checkName(name);
+    this.view ??= this.store.snapshot();
+    const content = (await this.view).get(name);
+    this.seen.set(name, content === undefined ? null : versionOf(content));
+    return content === undefined ? undefined : { content, version: versionOf(content) };
   }
 
   /** Writes one document if it is still as this context read it. */
@@ -227,15 +211,20 @@ export class CasContext {
 
   /** Writes several documents, all or none, each only if still as this context read it. */
   async writeAll(entries: ReadonlyArray<{ name: string; content: string }>): Promise<void> {
+    for (const e of entries) this.store.checkName(e.name);
     await this.store.locked(async () => {
+      const current = await this.store.snapshot();
       for (const e of entries) {
-        const current = await this.store.load(e.name);
+        const now = current.get(e.name);
         const read = this.seen.get(e.name);
-        if (current && read === undefined) throw new NotReadFirstError(e.name);
-        if ((current?.version ?? null) !== (read ?? null)) throw new CasConflictError(e.name);
+        if (now !== undefined && read === undefined) throw new NotReadFirstError(e.name);
+        if ((now === undefined ? null : versionOf(now)) !== (read ?? null))
+          throw new CasConflictError(e.name);
       }
-      await this.store.commit(entries);
+      for (const e of entries) current.set(e.name, e.content);
+      await this.store.commit(current);
       for (const e of entries) this.seen.set(e.name, versionOf(e.content));
+      this.view = Promise.resolve(current);
     });
   }
 }

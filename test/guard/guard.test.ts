@@ -1,9 +1,15 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CasConflictError, CasFileStore, NotReadFirstError } from '../../src/guard/cas-file-store.js';
+import {
+  CasConflictError,
+  CasFileStore,
+  CorruptStoreError,
+  NotReadFirstError,
+  STORE_FILE,
+} from '../../src/guard/cas-file-store.js';
 import { checkNotStale, StaleGuard, snapshotToken } from '../../src/guard/snapshot-token.js';
 import { defaultIsWrite, ToolGate } from '../../src/guard/tool-gate.js';
 
@@ -99,6 +105,39 @@ describe('CasFileStore', () => {
     expect((await store.context().read('x'))?.content).toBe('1');
   });
 
+  it('shows a context one snapshot: a batch written after its first read is not half visible', async () => {
+    const store = new CasFileStore(tmp('cas-snapshot-'));
+    const setup = store.context();
+    await setup.read('a');
+    await setup.read('b');
+    await setup.writeAll([
+      { name: 'a', content: 'old' },
+      { name: 'b', content: 'old' },
+    ]);
+    const reader = store.context();
+    expect((await reader.read('a'))?.content).toBe('old');
+    const writer = store.context();
+    await writer.read('a');
+    await writer.read('b');
+    await writer.writeAll([
+      { name: 'a', content: 'new' },
+      { name: 'b', content: 'new' },
+    ]);
+    expect((await reader.read('b'))?.content).toBe('old');
+    await expect(reader.write('b', 'from the old snapshot')).rejects.toBeInstanceOf(CasConflictError);
+    expect((await store.context().read('b'))?.content).toBe('new');
+  });
+
+  it('names a snapshot file it did not write, and what to do', async () => {
+    const dir = tmp('cas-corrupt-');
+    writeFileSync(join(dir, STORE_FILE), '{"documents": [1]');
+    await expect(new CasFileStore(dir).context().read('m.md')).rejects.toThrow(
+      new RegExp(`${join(dir, STORE_FILE)} is not a cacheward document store \\(not JSON\\); move it away`),
+    );
+    writeFileSync(join(dir, STORE_FILE), '{"v": 1, "documents": {"m.md": 3}}');
+    await expect(new CasFileStore(dir).context().read('m.md')).rejects.toBeInstanceOf(CorruptStoreError);
+  });
+
   it('loses no update when several processes write at once', async () => {
     const dir = tmp('cas-procs-');
     const runs = Array.from(
@@ -109,7 +148,8 @@ describe('CasFileStore', () => {
         ),
     );
     expect(await Promise.all(runs)).toEqual([0, 0, 0, 0]);
-    expect(JSON.parse(readFileSync(join(dir, 'counter.json'), 'utf8'))).toEqual({ value: 100 });
+    const doc = await new CasFileStore(dir).context().read('counter.json');
+    expect(JSON.parse(doc?.content ?? '{}')).toEqual({ value: 100 });
   }, 60_000);
 
   it('leaves the old or the new document after a kill -9 mid-write, never a torn one', async () => {
@@ -120,12 +160,10 @@ describe('CasFileStore', () => {
       await new Promise((r) => setTimeout(r, 30 + round * 40));
       child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));
-      const doc = JSON.parse(readFileSync(join(dir, 'big.json'), 'utf8')) as {
-        generation: number;
-        pad: string;
-      };
+      const read = await new CasFileStore(dir).context().read('big.json');
+      const doc = JSON.parse(read?.content ?? '{}') as { generation: number; pad: string };
       expect(doc.pad).toBe(String(doc.generation % 10).repeat(2_000_000));
-      // The next writer breaks the dead process's lock and carries on.
+      // The dead process's lock died with it: the next writer carries on at once.
       const ctx = new CasFileStore(dir).context();
       await ctx.read('big.json');
       await ctx.write('big.json', JSON.stringify({ generation: 0, pad: '0'.repeat(2_000_000) }));
