@@ -1,11 +1,11 @@
 // createProxy: forwards Anthropic and OpenAI traffic byte-exactly, streams responses back with backpressure,
 // and records each exchange beside the stream. It never retries, never stores credentials, never blocks on capture.
 
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { Transform } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { Agent } from 'undici';
 import { PriceTable } from '../analyze/price-table.js';
 import type { CaptureMode } from '../capture/capture-record.js';
@@ -24,11 +24,17 @@ import { errorBody } from '../sim/provider-errors.js';
 import { FixStateStore, type FixStates } from '../state/fix-state-store.js';
 import { type StateDocument, StateFile } from '../state/state-file.js';
 import { formatFromRoute } from '../wire/request-body.js';
+import { Admission } from './admission.js';
 import { ConversationTracker, type TrackedRequest } from './conversation-tracker.js';
 import { ExchangeRecorder } from './exchange-recorder.js';
+import { serveExpectContinue } from './expect-continue.js';
+import { HostCheck } from './host-check.js';
 import { LiveAnalysis, type LiveRequest } from './live-analysis.js';
 import { serveLive } from './live-routes.js';
+import { refuse, unsendable } from './local-refusal.js';
 import { ProxyMetrics } from './proxy-metrics.js';
+import { tapRequestBody } from './request-body-tap.js';
+import { drainRequest } from './request-drain.js';
 import { ResponseTap } from './response-tap.js';
 
 export const DEFAULT_ANTHROPIC_UPSTREAM = 'https://api.anthropic.com';
@@ -60,6 +66,8 @@ export interface ProxyOptions {
   host?: string;
   /** Required in the `x-cacheward-token` header of every request when set. */
   token?: string;
+  /** Host names served besides loopback names and IP literals (others are refused: DNS rebinding). */
+  allowedHosts?: readonly string[];
   /** Where the proxy says what happened (capture degraded, fix failures). Default stderr. */
   log?: (line: string) => void;
   /** Told about every finished request once the live analysis has named it (the CLI's log line). */
@@ -105,6 +113,8 @@ const HOP_BY_HOP = new Set([
   'trailer',
   'upgrade',
   'host',
+  // Answered by the proxy itself (expect-continue.ts); the upstream client cannot send it.
+  'expect',
 ]);
 const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
 
@@ -213,7 +223,11 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     return { version: 1, conversations: conv, fixStates: tips };
   };
   const agent = new Agent({ keepAliveTimeout: 60_000, connections: 256, headersTimeout: 0, bodyTimeout: 0 });
-  const token = options.token ? Buffer.from(options.token) : undefined;
+  const admission = new Admission({
+    hosts: new HostCheck([...(options.allowedHosts ?? []), host]),
+    token: options.token,
+    metrics,
+  });
   const version = VERSION;
 
   const health = (): ProxyHealth => {
@@ -227,27 +241,13 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     };
   };
 
-  const authorized = (req: IncomingMessage): boolean => {
-    if (!token) return true;
-    const given = req.headers['x-cacheward-token'];
-    const g = Buffer.from(typeof given === 'string' ? given : '');
-    return g.length === token.length && timingSafeEqual(g, token);
-  };
-
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const rawUrl = req.url ?? '/';
     const path = rawUrl.split('?')[0] ?? '/';
     const method = (req.method ?? 'GET').toUpperCase();
     const provider = providerOf(path, req.headers);
     const id = `cw_${clock.now().toString(36)}${randomBytes(5).toString('hex')}`;
-    if (!authorized(req)) {
-      req.resume();
-      res.writeHead(401, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify(errorBody(provider, 401, 'cacheward proxy: missing or wrong x-cacheward-token', id)),
-      );
-      return;
-    }
+    if (!admission.admit(req, res, provider, id)) return;
     if (path === '/_cacheward/health' && method === 'GET') {
       const h = health();
       res.writeHead(h.status === 'ok' ? 200 : 503, { 'content-type': 'application/json' });
@@ -281,7 +281,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     let fixNotes: ReturnType<typeof runFixes>['notes'] = [];
     let prefix: Prefix | undefined;
     let headerOverride: Record<string, string> | undefined;
-    let body: Transform | Buffer | undefined;
+    let body: Readable | Buffer | undefined;
     let tracked: TrackedRequest | undefined;
     let after: { states: FixStates; pair: ForwardedPair } | undefined;
     if (fixes.length && format) {
@@ -342,14 +342,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       }
       body = forwardedBody;
     } else if (method !== 'GET' && method !== 'HEAD') {
-      body = req.pipe(
-        new Transform({
-          transform(chunk: Buffer, _enc, done) {
-            received.push(chunk);
-            done(null, chunk);
-          },
-        }),
-      );
+      body = tapRequestBody(req, res, received);
     }
 
     const finish = (facts: {
@@ -414,6 +407,13 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
         finish({ outcome: 'client_aborted' });
         return;
       }
+      const local = unsendable(err);
+      if (local) {
+        refuse(req, res, { provider, id, metrics, status: 400, reason: 'unsendable', message: local });
+        finish({ outcome: 'refused', error: local });
+        return;
+      }
+      drainRequest(req, res);
       metrics.upstreamError(provider);
       const message = `cacheward proxy: could not reach the upstream ${base.origin}: ${(err as Error).message}. The request was not answered upstream; check --upstream.`;
       if (!res.headersSent) {
@@ -473,7 +473,9 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     }
   };
 
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer((req, res) => listener(req, res));
+  serveExpectContinue(server, (req, res) => listener(req, res));
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((err) => {
       log(`unexpected error (the client got a 500): ${String(err)}`);
       if (!res.headersSent) {
@@ -486,7 +488,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
         );
       } else res.destroy();
     });
-  });
+  };
   server.keepAliveTimeout = 65_000;
   server.requestTimeout = 0;
   await new Promise<void>((resolve, reject) => {

@@ -1,5 +1,5 @@
 // Counters for GET /_cacheward/metrics in the Prometheus text format: requests, tokens read / written /
-// uncached, token-weighted hit ratio and upstream errors, per provider and model. Memory only.
+// uncached, token-weighted hit ratio, upstream errors and local refusals. Memory only, bounded label sets.
 
 import type { NormalizedUsage } from '../wire/usage.js';
 
@@ -18,13 +18,32 @@ interface MissSeries {
   waste: number;
 }
 
+/** The label value every model past the cap is counted under. */
+export const OTHER_MODEL = 'other';
+
+const PROVIDERS = new Set(['anthropic', 'openai', 'unknown']);
+
+export interface ProxyMetricsOptions {
+  /** Distinct (provider, model) label sets kept; later models are counted as `model="other"`. Default 100. */
+  maxSeries?: number;
+}
+
 export class ProxyMetrics {
   private readonly series = new Map<string, Series>();
   private readonly upstreamErrors = new Map<string, number>();
   private readonly missSeries = new Map<string, MissSeries>();
+  private readonly refusals = new Map<string, number>();
+  private readonly maxSeries: number;
 
-  private get(provider: string, model: string): Series {
-    const key = `${provider}\u0000${model}`;
+  constructor(options: ProxyMetricsOptions = {}) {
+    this.maxSeries = options.maxSeries ?? 100;
+  }
+
+  private get(rawProvider: string, rawModel: string): Series {
+    // Label values come from clients: the set of series is capped, and so is every value's length.
+    const provider = PROVIDERS.has(rawProvider) ? rawProvider : 'unknown';
+    let key = `${provider}\u0000${rawModel.slice(0, 120)}`;
+    if (!this.series.has(key) && this.series.size >= this.maxSeries) key = `${provider}\u0000${OTHER_MODEL}`;
     let s = this.series.get(key);
     if (!s) {
       s = { requests: new Map(), read: 0, written: 0, uncached: 0, notReported: 0 };
@@ -40,7 +59,12 @@ export class ProxyMetrics {
     usage: NormalizedUsage | undefined,
   ): void {
     const s = this.get(provider, model);
-    const code = status === undefined ? 'none' : String(status);
+    const code =
+      status === undefined
+        ? 'none'
+        : Number.isInteger(status) && status >= 100 && status < 600
+          ? String(status)
+          : 'other';
     s.requests.set(code, (s.requests.get(code) ?? 0) + 1);
     if (!usage) return;
     if (!usage.cacheReported) {
@@ -65,6 +89,11 @@ export class ProxyMetrics {
 
   upstreamError(provider: string): void {
     this.upstreamErrors.set(provider, (this.upstreamErrors.get(provider) ?? 0) + 1);
+  }
+
+  /** A request the proxy answered itself, without the upstream (a closed set of reasons). */
+  refused(reason: string): void {
+    this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
   }
 
   /** The Prometheus exposition text. */
@@ -125,6 +154,12 @@ export class ProxyMetrics {
     lines.push('# TYPE cacheward_upstream_errors_total counter');
     for (const [provider, n] of this.upstreamErrors)
       lines.push(`cacheward_upstream_errors_total{provider="${esc(provider)}"} ${n}`);
+    lines.push(
+      '# HELP cacheward_refused_total Requests the proxy answered itself, never sent upstream, by reason.',
+    );
+    lines.push('# TYPE cacheward_refused_total counter');
+    for (const [reason, n] of this.refusals)
+      lines.push(`cacheward_refused_total{reason="${esc(reason)}"} ${n}`);
     return `${lines.join('\n')}\n`;
   }
 }
