@@ -4,6 +4,7 @@
 import { type Command, Option } from 'commander';
 import { createProxy, type ProxyOptions, type RunningProxy } from '../proxy/create-proxy.js';
 import { parsePort, parseUpstream, portInUse } from './option-values.js';
+import { resolveToken, TOKEN_ENV } from './proxy-token.js';
 import { InputError } from './read-request-file.js';
 
 /** The proxy options as commander hands them over. */
@@ -17,6 +18,8 @@ export interface ProxyCliOptions {
   dir?: string;
   fix?: string;
   token?: string;
+  tokenFile?: string;
+  allowHost?: string;
   maxMb?: string;
   ttl: '5m' | '1h';
 }
@@ -42,11 +45,25 @@ export function addProxyOptions(cmd: Command, defaultPort: string): Command {
       'fixes to apply, comma-separated: tools-freeze, tools-sort, pin-reminders, ttl, strip-billing-header',
     )
     .addOption(new Option('--ttl <ttl>', 'the TTL the ttl fix sets').choices(['5m', '1h']).default('1h'))
-    .option('--token <token>', 'require this value in the x-cacheward-token header');
+    .option(
+      '--token <token>',
+      `require this value in the x-cacheward-token header (visible in ps: prefer ${TOKEN_ENV} or --token-file)`,
+    )
+    .option('--token-file <file>', 'read the token from this file (one line)')
+    .option(
+      '--allow-host <names>',
+      'Host names to answer besides localhost and IP literals, comma-separated (others get 403: DNS rebinding)',
+    );
 }
 
-/** Checks the options and turns them into createProxy options (everything but `log` and `clock`). */
-export function proxyOptionsFrom(opts: ProxyCliOptions): ProxyOptions {
+/**
+ * Checks the options and turns them into createProxy options (everything but `log` and `clock`). The token
+ * comes from --token-file, CACHEWARD_TOKEN or --token; `warn` hears that --token shows in ps.
+ */
+export function proxyOptionsFrom(
+  opts: ProxyCliOptions,
+  warn: (line: string) => void = () => {},
+): ProxyOptions {
   const port = parsePort('--port', opts.port);
   const maxMb = opts.maxMb === undefined ? undefined : Number(opts.maxMb);
   if (maxMb !== undefined && (!Number.isFinite(maxMb) || maxMb <= 0))
@@ -54,6 +71,12 @@ export function proxyOptionsFrom(opts: ProxyCliOptions): ProxyOptions {
   const fixes = (opts.fix ?? '')
     .split(',')
     .map((f) => f.trim())
+    .filter(Boolean);
+  const { token, warning } = resolveToken({ token: opts.token, tokenFile: opts.tokenFile });
+  if (warning) warn(warning);
+  const allowedHosts = (opts.allowHost ?? '')
+    .split(',')
+    .map((h) => h.trim())
     .filter(Boolean);
   return {
     port,
@@ -69,7 +92,8 @@ export function proxyOptionsFrom(opts: ProxyCliOptions): ProxyOptions {
     ...(opts.dir ? { dir: opts.dir } : {}),
     ...(maxMb !== undefined ? { maxMb } : {}),
     ...(fixes.length ? { fixes } : {}),
-    ...(opts.token ? { token: opts.token } : {}),
+    ...(token ? { token } : {}),
+    ...(allowedHosts.length ? { allowedHosts } : {}),
     fixTtl: opts.ttl,
   };
 }

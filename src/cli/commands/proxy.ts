@@ -32,9 +32,10 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
     .action(async (opts: ProxyCliOptions & { quiet?: boolean; log?: 'text' | 'json' }) => {
       // One line per finished request, with its cause (computed after the response, by the analyzer).
       const format = opts.quiet ? undefined : (opts.log ?? (process.stderr.isTTY ? 'text' : undefined));
+      const log = (line: string) => io.err(`cacheward proxy: ${line}`);
       const proxy = await startProxy({
-        ...proxyOptionsFrom(opts),
-        log: (line) => io.err(`cacheward proxy: ${line}`),
+        ...proxyOptionsFrom(opts, log),
+        log,
         ...(format
           ? { onRequest: (row) => io.err(format === 'json' ? JSON.stringify(row) : liveLogLine(row)) }
           : {}),

@@ -97,7 +97,7 @@ when signal N ended it).
         throw new InputError('--script: only with --sim (it scripts the simulator)');
       if (opts.sim && (opts.upstream || opts.anthropicUpstream || opts.openaiUpstream))
         throw new InputError('--sim answers every route itself: drop --upstream, or drop --sim');
-      const proxyOptions = proxyOptionsFrom(opts);
+      const proxyOptions = proxyOptionsFrom(opts, (line) => io.err(`cacheward run: ${line}`));
       const table = new PriceTable(opts.prices ? await loadPrices(opts.prices) : []);
       const script = opts.script ? await loadReplyScript(opts.script) : undefined;
       const s = styles(io.color);
