@@ -1,8 +1,8 @@
-// Appends capture records to JSONL files (0600 in a 0700 folder), rotating, bounded by --max-mb, with
-// full-mode bodies stored as deltas. It never blocks or fails traffic: a write error degrades capture only.
+// Appends capture records to JSONL files (0600; folders it creates 0700), rotating, held under --max-mb as it
+// writes, full-mode bodies stored as deltas. It never blocks or fails traffic: a write error degrades capture only.
 
 import { chmod, type FileHandle, mkdir, open, readdir, stat, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
 import { storeBody } from './body-delta.js';
@@ -13,15 +13,16 @@ import {
   type CaptureRecord,
   sameBlock,
 } from './capture-record.js';
+import { SessionBases } from './session-bases.js';
 
 /** Options for a {@link CaptureWriter}. */
 export interface CaptureWriterOptions {
   dir: string;
   mode: CaptureMode;
   clock: Clock;
-  /** Total size bound for the folder's capture files; the oldest go first. Default: none. */
+  /** Total size bound for the folder's capture files, kept as records are written; the oldest go first. */
   maxBytes?: number;
-  /** Start a new file past this size. Default 64 MB. */
+  /** Start a new file past this size. Default 64 MB, and at most a quarter of `maxBytes`. */
   rotateBytes?: number;
   /** Where the writer says what happened (once per state change). */
   log?: (line: string) => void;
@@ -54,6 +55,15 @@ export const SAME_HEADERS: Record<string, string> = { '=': 'previous' };
 /** On disk only: the folded parameters are those of the base record. */
 export const SAME_PARAMS = { tools: { '=': 'base' }, system: {}, messages: {} } as CapturedPrefix['params'];
 
+/** Lines written in one system call at most; a longer queue is written in several. */
+const BATCH_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The window a kill -9 can lose: records are queued when an exchange ends and every queued record is written
+ * in one batch on the next turn of the event loop, so only exchanges that ended in the last moments (a few
+ * milliseconds, more while a large body is being serialized) are still in memory. Nothing is fsynced: a
+ * crash of the process loses nothing written; a crash of the machine may.
+ */
 export class CaptureWriter {
   private readonly opts: Required<Omit<CaptureWriterOptions, 'maxBytes' | 'log'>> &
     Pick<CaptureWriterOptions, 'maxBytes'>;
@@ -61,23 +71,27 @@ export class CaptureWriter {
   private handle: FileHandle | undefined;
   private file: string | undefined;
   private fileBytes = 0;
+  /** Bytes of capture files in the folder (counted at each new file, then added to as this writer appends). */
+  private folderBytes = 0;
   private seq = 0;
   private queue: Array<{ record: CaptureRecord; bodies?: CapturedBodies }> = [];
   private draining: Promise<void> | undefined;
-  private readonly lastBody = new Map<string, { id: string; body: Uint8Array }>();
-  private readonly lastBlocks = new Map<
-    string,
-    { id: string; blocks: CapturedBlock[]; params: CapturedPrefix['params'] }
-  >();
-  private readonly lastHeaders = new Map<string, string>();
+  private readonly bases = new SessionBases();
+  private dirChecked = false;
+  /** The current file did not exist before this writer opened it. */
+  private createdEmpty = false;
   private status: CaptureState;
 
   constructor(options: CaptureWriterOptions) {
+    const rotate = options.rotateBytes ?? 64 * 1024 * 1024;
     this.opts = {
       dir: options.dir,
       mode: options.mode,
       clock: options.clock,
-      rotateBytes: options.rotateBytes ?? 64 * 1024 * 1024,
+      rotateBytes:
+        options.maxBytes !== undefined
+          ? Math.max(1, Math.min(rotate, Math.floor(options.maxBytes / 4)))
+          : rotate,
       maxQueue: options.maxQueue ?? 10_000,
       ...(options.maxBytes !== undefined ? { maxBytes: options.maxBytes } : {}),
     };
@@ -90,6 +104,16 @@ export class CaptureWriter {
       dropped: 0,
       failed: 0,
     };
+    // The first file is opened now, not when the first record is due: under a burst, opening it then took
+    // hundreds of milliseconds of event-loop turns while every record waited in memory.
+    if (options.mode !== 'off') {
+      this.draining = this.rotate()
+        .catch((err) => this.failed(err, 0))
+        .finally(() => {
+          this.draining = undefined;
+          if (this.queue.length) this.startDrain();
+        });
+    }
   }
 
   state(): CaptureState {
@@ -104,6 +128,7 @@ export class CaptureWriter {
       return;
     }
     this.queue.push(this.opts.mode === 'full' && bodies ? { record, bodies } : { record });
+    if (process.env.CW_DEBUG) process.stderr.write(`q ${Date.now() % 100000} ${this.queue.length}\n`);
     this.startDrain();
   }
 
@@ -127,57 +152,124 @@ export class CaptureWriter {
   async close(): Promise<void> {
     await this.flush();
     const h = this.handle;
+    const unused = this.createdEmpty && this.fileBytes === 0 ? this.file : undefined;
     this.handle = undefined;
     await h?.close().catch(() => {});
+    // A file opened in advance that no record reached is not left behind.
+    if (unused) await unlink(unused).catch(() => {});
   }
 
+  /** Writes everything queued, in as few batches as the rotation size and --max-mb allow. */
   private async drain(): Promise<void> {
     while (this.queue.length) {
-      const item = this.queue.shift();
-      if (!item) break;
-      try {
-        let line = `${JSON.stringify(this.withBodies(item.record, item.bodies))}\n`;
-        if (!this.handle || this.fileBytes + Buffer.byteLength(line) > this.opts.rotateBytes) {
-          // A new file starts every session's delta chain afresh: the body is stored again against no base.
-          await this.rotate();
-          line = `${JSON.stringify(this.withBodies(item.record, item.bodies))}\n`;
+      const items = this.queue.splice(0);
+      let batch: string[] = [];
+      let batchBytes = 0;
+      const flushBatch = async () => {
+        if (!batch.length) return;
+        const lines = batch;
+        const bytes = batchBytes;
+        batch = [];
+        batchBytes = 0;
+        try {
+          await this.commit(lines, bytes);
+        } catch (err) {
+          // Every record of the batch shares the fate of the write that failed.
+          this.failed(err, lines.length);
         }
-        await this.append(line);
-        const session = item.record.session.key;
-        if (item.bodies) this.lastBody.set(session, { id: item.record.id, body: item.bodies.forwarded });
-        if (item.record.prefix) {
-          const { blocks, params } = item.record.prefix;
-          this.lastBlocks.set(session, { id: item.record.id, blocks, params });
+      };
+      for (const item of items) {
+        try {
+          if (!this.handle) await this.rotate();
+          let line = `${JSON.stringify(this.withBodies(item.record, item.bodies))}\n`;
+          let bytes = Buffer.byteLength(line);
+          if (this.opts.maxBytes !== undefined && bytes > this.opts.maxBytes) {
+            this.status.dropped++;
+            this.log(`capture: a record of ${bytes} bytes is larger than --max-mb; it was not written`);
+            continue;
+          }
+          if (
+            this.fileBytes + batchBytes + bytes > this.opts.rotateBytes &&
+            this.fileBytes + batchBytes > 0
+          ) {
+            await flushBatch();
+            // A new file starts every session's delta chain afresh: the body is stored again against no base.
+            await this.rotate();
+            line = `${JSON.stringify(this.withBodies(item.record, item.bodies))}\n`;
+            bytes = Buffer.byteLength(line);
+          }
+          this.remember(item.record, item.bodies);
+          batch.push(line);
+          batchBytes += bytes;
+        } catch (err) {
+          this.failed(err, 1);
+          continue;
         }
-        this.lastHeaders.set(session, JSON.stringify(item.record.headers));
-        this.status.written++;
-        if (this.status.state === 'degraded') {
-          this.status.state = 'ok';
-          delete this.status.error;
-          this.log(`capture recovered: writing to ${this.file}`);
-        }
-      } catch (err) {
-        this.status.failed++;
-        const message = (err as NodeJS.ErrnoException).code
-          ? `${(err as NodeJS.ErrnoException).code}: ${(err as Error).message}`
-          : String(err);
-        if (this.status.state !== 'degraded') {
-          this.log(`capture degraded, traffic continues: ${message}`);
-        }
-        this.status.state = 'degraded';
-        this.status.error = message;
-        // A broken file is not reused: the next record opens a fresh one.
-        await this.handle?.close().catch(() => {});
-        this.handle = undefined;
+        if (batchBytes >= BATCH_BYTES) await flushBatch();
       }
+      await flushBatch();
     }
+  }
+
+  /** Appends one batch, first removing the oldest files so the folder stays under --max-mb. */
+  private async commit(lines: string[], bytes: number): Promise<void> {
+    const count = lines.length;
+    await this.makeRoom(bytes);
+    const h = this.handle as FileHandle;
+    const text = lines.join('');
+    const { bytesWritten } = await h.write(text);
+    if (process.env.CW_DEBUG) process.stderr.write(`w ${Date.now() % 100000} ${count}\n`);
+    this.fileBytes += bytesWritten;
+    this.folderBytes += bytesWritten;
+    if (bytesWritten !== bytes)
+      throw new CachewardError('CW_CAPTURE_WRITE', `short write (${bytesWritten} of ${bytes} bytes)`);
+    this.status.written += count;
+    if (this.status.state === 'degraded') {
+      this.status.state = 'ok';
+      delete this.status.error;
+      this.log(`capture recovered: writing to ${this.file}`);
+    }
+  }
+
+  private failed(err: unknown, records: number): void {
+    this.status.failed += records;
+    const message = (err as NodeJS.ErrnoException).code
+      ? `${(err as NodeJS.ErrnoException).code}: ${(err as Error).message}`
+      : String(err);
+    if (this.status.state !== 'degraded') this.log(`capture degraded, traffic continues: ${message}`);
+    this.status.state = 'degraded';
+    this.status.error = message;
+    // A broken file is not reused: the next record opens a fresh one. One this writer created and could not
+    // write a byte to is removed, so a full disk does not fill the folder with empty files.
+    const h = this.handle;
+    const emptyFile = this.createdEmpty && this.fileBytes === 0 ? this.file : undefined;
+    this.handle = undefined;
+    this.createdEmpty = false;
+    this.bases.clear();
+    void h
+      ?.close()
+      .catch(() => {})
+      .then(() => (emptyFile ? unlink(emptyFile) : undefined))
+      .catch(() => {});
+  }
+
+  /** What the next record of this session is stored against. */
+  private remember(record: CaptureRecord, bodies: CapturedBodies | undefined): void {
+    this.bases.set(record.session.key, {
+      ...(bodies ? { body: { id: record.id, body: bodies.forwarded } } : {}),
+      ...(record.prefix
+        ? { blocks: { id: record.id, blocks: record.prefix.blocks, params: record.prefix.params } }
+        : {}),
+      headers: JSON.stringify(record.headers),
+    });
   }
 
   /** The record as stored: its prefix blocks and bodies as deltas from the session's previous record. */
   private withBodies(full: CaptureRecord, bodies: CapturedBodies | undefined): CaptureRecord {
     const key = full.session.key;
+    const base = this.bases.get(key);
     let record = full;
-    const prevBlocks = this.lastBlocks.get(key);
+    const prevBlocks = base?.blocks;
     if (full.prefix && prevBlocks) {
       const blocks = full.prefix.blocks;
       let shared = 0;
@@ -195,58 +287,82 @@ export class CaptureWriter {
       }
     }
     // Headers the same as the session's previous record, and usage that its raw form says, are not repeated.
-    if (this.lastHeaders.get(key) === JSON.stringify(full.headers))
-      record = { ...record, headers: SAME_HEADERS };
+    if (base?.headers === JSON.stringify(full.headers)) record = { ...record, headers: SAME_HEADERS };
     if (record.usage?.normalized) record = { ...record, usage: { raw: record.usage.raw } };
     if (!bodies) return record;
-    const prev = this.lastBody.get(key);
-    const out = { ...record, body: storeBody(bodies.forwarded, prev) };
+    const out = { ...record, body: storeBody(bodies.forwarded, base?.body) };
     if (bodies.client) out.clientBody = storeBody(bodies.client, { id: record.id, body: bodies.forwarded });
     return out;
-  }
-
-  private async append(line: string): Promise<void> {
-    const bytes = Buffer.byteLength(line);
-    const h = this.handle as FileHandle;
-    const { bytesWritten } = await h.write(line);
-    if (bytesWritten !== bytes)
-      throw new CachewardError('CW_CAPTURE_WRITE', `short write (${bytesWritten} of ${bytes} bytes)`);
-    this.fileBytes += bytes;
   }
 
   private async rotate(): Promise<void> {
     await this.handle?.close().catch(() => {});
     this.handle = undefined;
-    await mkdir(this.opts.dir, { recursive: true, mode: 0o700 });
-    await chmod(this.opts.dir, 0o700);
+    await this.ensureDir();
     const stamp = new Date(this.opts.clock.now()).toISOString().replace(/[-:]/g, '').replace(/\..*$/, '');
     const name = `capture-${stamp}-${process.pid}-${String(++this.seq).padStart(4, '0')}.jsonl`;
     const path = join(this.opts.dir, name);
+    const existed = await stat(path).then(
+      () => true,
+      () => false,
+    );
     const handle = await open(path, 'a', 0o600);
-    await handle.chmod(0o600);
     this.handle = handle;
     this.file = path;
+    this.createdEmpty = !existed;
+    await handle.chmod(0o600);
     this.fileBytes = (await handle.stat()).size;
     // Chains never cross files, so dropping old files never breaks one.
-    this.lastBody.clear();
-    this.lastBlocks.clear();
-    this.lastHeaders.clear();
-    await this.enforceLimit(name);
+    this.bases.clear();
+    this.folderBytes = await this.countFolder();
   }
 
-  private async enforceLimit(current: string): Promise<void> {
-    const max = this.opts.maxBytes;
-    if (max === undefined) return;
-    const names = (await readdir(this.opts.dir)).filter((n) => CAPTURE_FILE.test(n)).sort();
+  /** Folders this writer creates are 0700; a folder that existed is left as it is, with a warning if open. */
+  private async ensureDir(): Promise<void> {
+    const first = await mkdir(this.opts.dir, { recursive: true, mode: 0o700 });
+    if (first !== undefined) {
+      // Every folder from the first one created down to the capture folder is this writer's.
+      const chain: string[] = [];
+      const top = resolve(first);
+      for (let d = resolve(this.opts.dir); ; d = dirname(d)) {
+        chain.push(d);
+        if (d === top || dirname(d) === d) break;
+      }
+      for (const d of chain) await chmod(d, 0o700);
+      this.dirChecked = true;
+      return;
+    }
+    if (this.dirChecked) return;
+    this.dirChecked = true;
+    const mode = (await stat(this.opts.dir)).mode & 0o777;
+    if (mode & 0o077) {
+      this.log(
+        `capture folder ${this.opts.dir} is readable by other users (mode ${mode.toString(8)}): capture files are 0600, but run chmod 700 ${this.opts.dir} to hide their names and sizes`,
+      );
+    }
+  }
+
+  private async countFolder(): Promise<number> {
+    if (this.opts.maxBytes === undefined) return 0;
+    const names = (await readdir(this.opts.dir)).filter((n) => CAPTURE_FILE.test(n));
     const sizes = await Promise.all(
       names.map(async (n) => (await stat(join(this.opts.dir, n)).catch(() => ({ size: 0 }))).size),
     );
-    let total = sizes.reduce((a, b) => a + b, 0);
-    for (let i = 0; i < names.length && total > max; i++) {
-      const name = names[i] as string;
-      if (name === current) continue;
+    return sizes.reduce((a, b) => a + b, 0);
+  }
+
+  /** Removes the oldest capture files (never the one being written) until `bytes` more fit under --max-mb. */
+  private async makeRoom(bytes: number): Promise<void> {
+    const max = this.opts.maxBytes;
+    if (max === undefined || this.folderBytes + bytes <= max) return;
+    const current = this.file ? this.file.slice(this.opts.dir.length + 1) : undefined;
+    const names = (await readdir(this.opts.dir)).filter((n) => CAPTURE_FILE.test(n) && n !== current).sort();
+    this.folderBytes = (await this.countFolder()) || this.folderBytes;
+    for (const name of names) {
+      if (this.folderBytes + bytes <= max) break;
+      const size = (await stat(join(this.opts.dir, name)).catch(() => ({ size: 0 }))).size;
       await unlink(join(this.opts.dir, name)).catch(() => {});
-      total -= sizes[i] as number;
+      this.folderBytes -= size;
       this.log(`capture: removed ${name} to stay under --max-mb`);
     }
   }
