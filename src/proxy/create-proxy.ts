@@ -22,16 +22,18 @@ import type { ForwardedPair } from '../fixes/stability.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { errorBody } from '../sim/provider-errors.js';
 import { FixStateStore, type FixStates } from '../state/fix-state-store.js';
-import { type StateDocument, StateFile } from '../state/state-file.js';
+import type { StateDocument } from '../state/state-file.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { Admission } from './admission.js';
 import { ConversationTracker, type TrackedRequest } from './conversation-tracker.js';
 import { ExchangeRecorder } from './exchange-recorder.js';
 import { serveExpectContinue } from './expect-continue.js';
+import { type FixStateHealth, openStateFile } from './fix-state-open.js';
 import { HostCheck } from './host-check.js';
 import { LiveAnalysis, type LiveRequest } from './live-analysis.js';
 import { serveLive } from './live-routes.js';
 import { refuse, unsendable } from './local-refusal.js';
+import { MemoryRelease } from './memory-release.js';
 import { ProxyMetrics } from './proxy-metrics.js';
 import { tapRequestBody } from './request-body-tap.js';
 import { drainRequest } from './request-drain.js';
@@ -92,6 +94,8 @@ export interface ProxyHealth {
   upstreams: { anthropic: string; openai: string };
   capture: CaptureState;
   fixes: string[];
+  /** With fixes on: whether their state is kept in files (and survives a restart). */
+  fixState?: FixStateHealth;
 }
 
 /** A configuration that cannot be served (for example a public address without a token). */
@@ -193,6 +197,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     ...(options.maxMb !== undefined ? { maxBytes: options.maxMb * 1024 * 1024 } : {}),
   });
   const metrics = new ProxyMetrics();
+  const memory = new MemoryRelease();
   const builder = new PrefixBuilder();
   const conversations = new ConversationTracker();
   // Causes for the page, the log and the metrics: the report's analyzer, after each response ended.
@@ -206,9 +211,10 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
   // Fix state follows the conversation: by request, so a fork starts from its parent's state at the fork.
   const fixStates = new FixStateStore();
   const forwardedPairs = new LruMap<ForwardedPair>(256);
-  const stateFile = fixes.length
-    ? new StateFile({ dir: options.stateDir ?? join(options.dir ?? defaultCaptureDir(), 'state'), log })
-    : undefined;
+  const { file: stateFile, health: fixStateHealth } = openStateFile(
+    fixes.length ? (options.stateDir ?? join(options.dir ?? defaultCaptureDir(), 'state')) : undefined,
+    log,
+  );
   const saved = stateFile?.load();
   if (saved) {
     conversations.restore(saved.conversations);
@@ -232,12 +238,14 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
 
   const health = (): ProxyHealth => {
     const capture = writer.state();
+    const stateLost = fixes.length > 0 && fixStateHealth.error !== undefined;
     return {
-      status: capture.state === 'degraded' ? 'degraded' : 'ok',
+      status: capture.state === 'degraded' || stateLost ? 'degraded' : 'ok',
       version,
       upstreams,
       capture,
       fixes: fixes.map((f) => f.name),
+      ...(fixes.length ? { fixState: fixStateHealth } : {}),
     };
   };
 
@@ -353,6 +361,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       response?: Awaited<ReturnType<ResponseTap['finish']>>;
     }) => {
       const forwarded = forwardedBody ?? Buffer.concat(received);
+      received.length = 0;
       // The conversation learns of the request now (before the client can send its next one).
       if (tracked && after && conversations.commit(tracked, path, facts.status)) {
         fixStates.set(id, after.states);
@@ -389,6 +398,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
         } catch (err) {
           log(`capture of ${id} failed (traffic was not affected): ${String(err)}`);
         }
+        memory.afterLargeBody(forwarded.length + (clientBody?.length ?? 0));
       });
     };
 
@@ -512,6 +522,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await new Promise((r) => setImmediate(r));
+      memory.stop();
       await writer.close();
       await stateFile?.flush();
       await agent.close();

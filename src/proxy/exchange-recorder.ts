@@ -4,11 +4,12 @@
 
 import { type CaptureRecord, capturePrefix, type FixNote, keptHeaders } from '../capture/capture-record.js';
 import type { CaptureWriter } from '../capture/capture-writer.js';
-import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { StreamSummary } from '../wire/sse-stream.js';
 import type { ConversationTracker, TrackedRequest } from './conversation-tracker.js';
 import { recordedConversation } from './conversation-tracker.js';
+import { LARGE_BODY_BYTES } from './memory-release.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 import { type ResponseFacts, ResponseTap } from './response-tap.js';
 
@@ -70,7 +71,10 @@ export class ExchangeRecorder {
     let prefix = f.prefix;
     if (!prefix && format && f.forwarded.length) {
       try {
-        prefix = this.o.builder.parse(f.forwarded, {
+        // The shared builder keeps its last body to extend from: a huge one gets a builder of its own, so
+        // its bytes are not held after the exchange.
+        const builder = f.forwarded.length >= LARGE_BODY_BYTES ? new PrefixBuilder() : this.o.builder;
+        prefix = builder.parse(f.forwarded, {
           format,
           headers: { 'anthropic-beta': f.requestHeaders.get('anthropic-beta') ?? undefined },
         });
