@@ -38,6 +38,7 @@ import { ProxyMetrics } from './proxy-metrics.js';
 import { tapRequestBody } from './request-body-tap.js';
 import { drainRequest } from './request-drain.js';
 import { ResponseTap } from './response-tap.js';
+import { tolerantConnector } from './upstream-connector.js';
 
 export const DEFAULT_ANTHROPIC_UPSTREAM = 'https://api.anthropic.com';
 export const DEFAULT_OPENAI_UPSTREAM = 'https://api.openai.com';
@@ -228,7 +229,13 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     });
     return { version: 1, conversations: conv, fixStates: tips };
   };
-  const agent = new Agent({ keepAliveTimeout: 60_000, connections: 256, headersTimeout: 0, bodyTimeout: 0 });
+  const agent = new Agent({
+    keepAliveTimeout: 60_000,
+    connections: 256,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    connect: tolerantConnector(),
+  });
   const admission = new Admission({
     hosts: new HostCheck([...(options.allowedHosts ?? []), host]),
     token: options.token,
