@@ -198,7 +198,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     ...(options.maxMb !== undefined ? { maxBytes: options.maxMb * 1024 * 1024 } : {}),
   });
   const metrics = new ProxyMetrics();
-  const memory = new MemoryRelease();
+  const memory = new MemoryRelease(() => writer.flush());
   const builder = new PrefixBuilder();
   const conversations = new ConversationTracker();
   // Causes for the page, the log and the metrics: the report's analyzer, after each response ended.

@@ -1,5 +1,5 @@
-// Gives the memory of a large request back to the system once it is over: after a body of many megabytes, one
-// full garbage collection when the proxy has been quiet for a moment. Never more often than every few seconds.
+// Gives the memory of a large request back to the system once it is over: after a body of many megabytes, full
+// garbage collections once its capture record is written and the proxy has been quiet. Never more than every 10 s.
 
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -35,7 +35,9 @@ export class MemoryRelease {
   private timer: NodeJS.Timeout | undefined;
   private last = 0;
 
+  /** `settled` resolves once what holds the body (the capture queue) has let go of it. */
   constructor(
+    private readonly settled: () => Promise<void> = async () => {},
     private readonly quietMs = 1_000,
     private readonly minGapMs = 10_000,
   ) {}
@@ -48,7 +50,17 @@ export class MemoryRelease {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.last = Date.now();
-      collector()?.();
+      void this.settled()
+        .catch(() => {})
+        .then(() => {
+          collector()?.();
+          // Buffers freed by the first collection's finalizers are returned by a second one.
+          this.timer = setTimeout(() => {
+            this.timer = undefined;
+            collector()?.();
+          }, 2_000);
+          this.timer.unref();
+        });
     }, wait);
     this.timer.unref();
   }

@@ -1,6 +1,6 @@
 // A worker process for the CasFileStore tests and the storm benchmark: increments a counter, appends
 // acknowledged ids, writes two-document batches, probes the lock for overlap, or reads batches (to be killed).
-import { existsSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CasConflictError, CasFileStore } from '../../dist/guard/index.js';
 
@@ -59,22 +59,28 @@ if (mode === 'increment') {
     say(`ack ${stamp}`);
   }
 } else if (mode === 'probe') {
-  // Holds the store's lock and checks nobody else does: a marker naming a live process means an overlap.
+  // Holds the store's lock and checks nobody else touches a marker meanwhile. A marker left by a holder that
+  // was killed stays as it is; one that changes or goes while this process holds the lock means an overlap.
   const marker = join(arg, 'held-by');
-  for (;;) {
+  const read = () => {
+    try {
+      return readFileSync(marker, 'utf8');
+    } catch {
+      return undefined;
+    }
+  };
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  for (let i = 0; ; i++) {
+    const mine = `${process.pid}-${i}`;
     await store.locked(async () => {
-      if (existsSync(marker)) {
-        const pid = Number(readFileSync(marker, 'utf8'));
-        let alive = true;
-        try {
-          process.kill(pid, 0);
-        } catch {
-          alive = false;
-        }
-        if (alive && pid !== process.pid) say(`overlap ${pid}`);
+      const prior = read();
+      if (prior !== undefined) {
+        await sleep(20);
+        if (read() !== prior) say(`overlap ${prior}`);
       }
-      writeFileSync(marker, String(process.pid));
-      await new Promise((r) => setTimeout(r, 2));
+      writeFileSync(marker, mine);
+      await sleep(2);
+      if (read() !== mine) say(`overlap ${read()}`);
       say('acquired');
       try {
         unlinkSync(marker);
