@@ -103,6 +103,7 @@ export class RedisProxyState implements ProxyState {
   private readonly inner = new WeakMap<PreparedRequest, Inner>();
   private heartbeat: NodeJS.Timeout | undefined;
   private member: string | undefined;
+  private closing = false;
   private instances: StateHealth['instances'] = [];
   private failing: { at: number; reason: string } | undefined;
   private lastFailure: { at: number; reason: string } | undefined;
@@ -142,6 +143,9 @@ export class RedisProxyState implements ProxyState {
     this.redis.defineCommand('cwHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT_SCRIPT });
     this.scripts = this.redis as unknown as ScriptClient;
     this.redis.on('error', (err: Error) => this.failed(`Redis at ${s.display}: ${err.message}`));
+    this.redis.on('close', () => {
+      if (!this.closing) this.failed(`Redis at ${s.display} closed the connection`);
+    });
     this.redis.on('ready', () => this.succeeded());
   }
 
@@ -355,6 +359,7 @@ export class RedisProxyState implements ProxyState {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.redis.status === 'ready') {
       if (this.member) await this.redis.zrem(`${this.prefix}instances`, this.member).catch(() => {});
