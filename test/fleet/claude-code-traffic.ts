@@ -37,7 +37,7 @@ export function claudeCodeConversation(n: number, turns: number): Turn[] {
     },
   ];
   conv.metadata = { user_id: `user_${n}abc_account_42_session_${n}0000000-aaaa-bbbb-cccc-dddddddddddd` };
-  ((conv.messages as Msg[])[4]?.content as Json[]).push({ type: 'text', text: REMINDER });
+  (((conv.messages as Msg[])[4] as Msg).content as Json[]).push({ type: 'text', text: REMINDER });
   const headers = {
     'x-claude-code-session-id': `${n}0000000-aaaa-bbbb-cccc-dddddddddddd`,
     'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27',
@@ -51,7 +51,7 @@ export function claudeCodeConversation(n: number, turns: number): Turn[] {
     }
     if (turn >= 4) {
       const msgs = body.messages as Msg[];
-      const moved = (msgs[4]?.content as Json[]).pop() as Json;
+      const moved = ((msgs[4] as Msg).content as Json[]).pop() as Json;
       msgs.splice(5, 0, { role: 'user', content: [moved] });
     }
     out.push({ conversation: n, turn, body, headers });

@@ -237,11 +237,10 @@ describe('three proxies on one Redis', () => {
     expect(await instances(a, 2)).toEqual([a.url, b.url].sort());
 
     // Redis stops while round 6 is in flight and comes back during round 7.
-    let degradedSeen: Awaited<ReturnType<typeof health>> | undefined;
     await runRound(rr, 6, ids, async (done) => {
       if (done === 2) await redis.stop();
     });
-    degradedSeen = await health(a);
+    const degradedSeen = await health(a);
     await runRound(rr, 7, ids, async (done) => {
       if (done === 2) await redis.start();
     });
