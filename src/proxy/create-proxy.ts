@@ -85,7 +85,7 @@ export interface RunningProxy {
   url: string;
   health(): ProxyHealth;
   metrics(): string;
-  /** Waits until every capture record so far is on disk. */
+  /** Waits until every capture record so far is on disk (and, with OTLP on, sent to the collector). */
   flush(): Promise<void>;
   /** Every request, analyzed after its response (the live page, the log, OTLP). */
   live: LiveAnalysis;
@@ -486,6 +486,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       await new Promise((r) => setImmediate(r));
       await Promise.all([...recording]);
       await writer.flush();
+      await telemetry?.flush();
     },
     async close() {
       server.closeAllConnections();

@@ -20,6 +20,8 @@ export interface OtlpOptions {
   metricIntervalMs?: number;
   /** How long finished spans wait to be sent as one batch (ms). Default 1,000. */
   spanDelayMs?: number;
+  /** The most one export (with its retries) may take (ms). Default 5,000 (OTEL_EXPORTER_OTLP_TIMEOUT). */
+  exportTimeoutMs?: number;
   /** `service.name` (OTEL_SERVICE_NAME). Default `cacheward-proxy`. */
   serviceName?: string;
 }
@@ -54,12 +56,14 @@ export function otlpOptions(
   const base = endpoint.replace(/\/+$/, '');
   const interval = Number(env.OTEL_METRIC_EXPORT_INTERVAL);
   const delay = Number(env.OTEL_BSP_SCHEDULE_DELAY);
+  const timeout = Number(env.OTEL_EXPORTER_OTLP_TIMEOUT);
   return {
     endpoint: base,
     tracesUrl: given?.tracesUrl ?? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${base}/v1/traces`,
     metricsUrl: given?.metricsUrl ?? env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT ?? `${base}/v1/metrics`,
     metricIntervalMs: given?.metricIntervalMs ?? (interval > 0 ? interval : 10_000),
     spanDelayMs: given?.spanDelayMs ?? (delay > 0 ? delay : 1_000),
+    exportTimeoutMs: given?.exportTimeoutMs ?? (timeout > 0 ? timeout : 5_000),
     serviceName: given?.serviceName ?? env.OTEL_SERVICE_NAME ?? 'cacheward-proxy',
   };
 }

@@ -147,7 +147,7 @@ export class OtlpTelemetry {
           new CountingSpanExporter(
             new OTLPTraceExporter({
               url: options.tracesUrl ?? `${options.endpoint}/v1/traces`,
-              timeoutMillis: 5_000,
+              timeoutMillis: options.exportTimeoutMs ?? 5_000,
             }),
             this.counts,
           ),
@@ -166,12 +166,12 @@ export class OtlpTelemetry {
           exporter: new CountingMetricExporter(
             new OTLPMetricExporter({
               url: options.metricsUrl ?? `${options.endpoint}/v1/metrics`,
-              timeoutMillis: 5_000,
+              timeoutMillis: options.exportTimeoutMs ?? 5_000,
             }),
             this.counts,
           ),
           exportIntervalMillis: options.metricIntervalMs ?? 10_000,
-          exportTimeoutMillis: 5_000,
+          exportTimeoutMillis: options.exportTimeoutMs ?? 5_000,
         }),
       ],
     });
