@@ -3,8 +3,8 @@
 // traffic, each record counted once. The shell for `report` and `whatif`; the analysis itself is pure.
 
 import type { ReadRecord } from '../capture/capture-reader.js';
-import { mergeCaptures } from '../capture/merge-captures.js';
 import type { CaptureRecord } from '../capture/capture-record.js';
+import { mergeCaptures } from '../capture/merge-captures.js';
 import { type AnalysisResult, type AnalyzeOptions, analyzeRecords } from './analyze-captures.js';
 import { describeMiss } from './describe-miss.js';
 
@@ -37,9 +37,7 @@ export async function analyzePaths(
   }
   const result = await analyzeRecords(records(), options);
   if (duplicates)
-    options.onWarning?.(
-      `${duplicates} records appeared in more than one capture file and were counted once`,
-    );
+    options.onWarning?.(`${duplicates} records appeared in more than one capture file and were counted once`);
   result.generatedFrom.files = files.size;
   result.generatedFrom.skippedLines = skipped;
   for (const m of result.misses) m.sentence = describeMiss(m);

@@ -400,12 +400,12 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       return;
     }
     const firstByte = clock.now();
-    commitState(upstream.statusCode);
     const responseHeaders: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(upstream.headers)) {
       if (value === undefined || HOP_BY_HOP.has(name)) continue;
       responseHeaders[name] = value as string | string[];
     }
+    commitState(upstream.statusCode);
     res.writeHead(upstream.statusCode, responseHeaders);
     const header = (n: string) => {
       const v = upstream.headers[n];
@@ -430,6 +430,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
         if (clientGone) break;
       }
       if (!clientGone) {
+        commitState(upstream.statusCode);
         if (committing) await withinBudget(committing, stateBudget);
         res.end();
         await ended(upstream.statusCode >= 400 ? 'error' : 'complete');

@@ -99,6 +99,9 @@ export async function fixRequest(
       fixed.forwarded = out.body;
       fixed.headerOverride = { ...out.headers, 'content-length': String(out.body.length) };
     }
+    // Once the request is on its way upstream (the next turn of the event loop), the commit is built.
+    const after = fixed.after;
+    if (deps.state.stage) setImmediate(() => deps.state.stage?.(ready, after));
     return fixed;
   } catch (err) {
     return {

@@ -77,6 +77,8 @@ export interface ProxyState {
     status: number | undefined,
     after: RequestFixState | undefined,
   ): Promise<StateCommit>;
+  /** Optionally builds the commit ahead of time, while the upstream works (off the request path). */
+  stage?(prepared: PreparedRequest, after: RequestFixState | undefined): void;
   /**
    * Resolves and commits a request no fix looked at, after its response, so shared conversation ids agree
    * across a fleet. Undefined when the recorder's local tracker should do it.

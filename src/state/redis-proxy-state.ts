@@ -5,8 +5,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
+import type { PassingEntry } from '../conversation/conversation-store.js';
 import { commitConversation, resolveConversation } from '../conversation/resolve-conversation.js';
 import type { HeaderLookup } from '../conversation/session-label.js';
+import { LruMap } from '../core/lru-map.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import {
   ConversationTracker,
@@ -23,7 +25,7 @@ import {
   missingCount,
   versionsDisagree,
 } from './conversation-view.js';
-import { decodeFixState, encodeFixState, type RequestFixState } from './fix-state-codec.js';
+import { decodeFixState, encodeFixState, partsOf, type RequestFixState } from './fix-state-codec.js';
 import type {
   PreparedRequest,
   PrepareResult,
@@ -54,38 +56,74 @@ export function stateTtlSeconds(prefix: Prefix): number {
 }
 
 interface ScriptClient {
-  cwLoad(prefix: string, spec: string): Promise<string[]>;
-  cwCommit(
-    prefix: string,
-    ttl: string,
-    writes: string,
-    id: string,
-    fixDoc: string,
-  ): Promise<[number, string?]>;
+  cwLoad(...args: string[]): Promise<string[]>;
+  cwCommit(...args: string[]): Promise<[number, string?]>;
   cwHeartbeat(key: string, member: string, windowMs: string): Promise<[number, string[]]>;
 }
 
 interface LoadSpec {
   walk?: string[];
   label?: string;
-  nofix?: boolean;
+  wantFix?: boolean;
   r?: string[];
   c?: string[];
   e?: string[];
   p?: string[];
   l?: string[];
   f?: string[];
+  /** State parts the caller holds decoded (not sent again), and parts asked for by hash. */
+  have?: string[];
+  s?: string[];
+}
+
+/** A list as the scripts read it: its length, then its values. */
+const counted = (xs: readonly string[]): string[] => [String(xs.length), ...xs];
+
+function loadArgs(prefix: string, s: LoadSpec): string[] {
+  return [
+    prefix,
+    s.label ?? '',
+    s.wantFix ? '1' : '0',
+    ...counted(s.walk ?? []),
+    ...counted(s.r ?? []),
+    ...counted(s.c ?? []),
+    ...counted(s.e ?? []),
+    ...counted(s.p ?? []),
+    ...counted(s.l ?? []),
+    ...counted(s.f ?? []),
+    ...counted(s.have ?? []),
+    ...counted(s.s ?? []),
+  ];
+}
+
+/** Passing entries as the commit sends them: "transcript request cacheKey" lines (none holds a space). */
+const packPassing = (entries: ReadonlyArray<[string, PassingEntry]>) =>
+  entries.map(([t, e]) => `${t} ${e.request} ${e.cacheKey}`).join('\n');
+/** A stored entry: "request cacheKey unixSeconds". */
+function unpackPassing(text: string): PassingEntry {
+  const [request = '', cacheKey = ''] = text.split(' ');
+  return { request, cacheKey };
+}
+
+/** Fix documents by request and state parts by hash, as a load returned them ('' when absent). */
+interface FixLoad {
+  docs: Map<string, string>;
+  parts: Map<string, string>;
 }
 
 interface Loaded {
   loaded: LoadedState;
-  fixDocs: Map<string, string>;
+  fix: FixLoad;
   resolution: TrackedRequest['resolution'];
 }
 
 interface Inner {
   loaded: LoadedState;
   ttl: number;
+  /** The parent's state parts by fix (a part that did not change is not sent again). */
+  parentParts: Map<string, string>;
+  /** The commit's arguments, built while the upstream works (see {@link RedisProxyState.stage}). */
+  staged?: { after: RequestFixState | undefined; args: string[] };
 }
 
 const CONFLICT = Symbol('conflict');
@@ -101,6 +139,10 @@ export class RedisProxyState implements ProxyState {
   private readonly log: (line: string) => void;
   private readonly instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly inner = new WeakMap<PreparedRequest, Inner>();
+  /** Fix states by content hash, decoded once (fixes never change the state they are given). */
+  private readonly parts = new LruMap<{ state: unknown }>(2_048);
+  /** Each label's latest state parts, which a load need not send again. */
+  private readonly labelParts = new LruMap<string[]>(10_000);
   private heartbeat: NodeJS.Timeout | undefined;
   private member: string | undefined;
   private closing = false;
@@ -159,7 +201,18 @@ export class RedisProxyState implements ProxyState {
         return false;
       },
     );
-    const r = await withinBudget(ready, waitMs);
+    // Scripts loaded before the first request, so it does not pay for sending and compiling them.
+    const warm = ready.then(async (up) => {
+      if (!up) return false;
+      await Promise.all(
+        [LOAD_SCRIPT, COMMIT_SCRIPT, HEARTBEAT_SCRIPT].map((lua) => state.redis.script('LOAD', lua)),
+      );
+      return true;
+    });
+    const r = await withinBudget(
+      warm.catch(() => false),
+      waitMs,
+    );
     if (r !== true)
       state.log(
         `state: Redis at ${options.spec.display} is not answering; requests go out unfixed until it does`,
@@ -180,10 +233,10 @@ export class RedisProxyState implements ProxyState {
     this.succeeded();
     const parent = out.resolution.parent;
     let fix: RequestFixState | undefined;
-    const doc = parent ? out.fixDocs.get(parent) : undefined;
+    const doc = parent ? out.fix.docs.get(parent) : undefined;
     if (doc) {
       try {
-        fix = decodeFixState(doc);
+        fix = decodeFixState(doc, (h) => this.part(h, out.fix));
       } catch (err) {
         return this.failOpen(
           'unavailable',
@@ -197,7 +250,11 @@ export class RedisProxyState implements ProxyState {
       states: fix?.states,
       parentPair: fix?.pair,
     };
-    this.inner.set(prepared, { loaded: out.loaded, ttl: stateTtlSeconds(prefix) });
+    this.inner.set(prepared, {
+      loaded: out.loaded,
+      ttl: stateTtlSeconds(prefix),
+      parentParts: doc ? partsOf(doc) : new Map(),
+    });
     this.counts.prepared++;
     return prepared;
   }
@@ -213,23 +270,16 @@ export class RedisProxyState implements ProxyState {
     if (!countsAsTurn(route, status)) return { outcome: 'not-turn' };
     p.tracked.committed = true;
     if (!inner) return this.notCommitted('it was not prepared by this state');
-    const fixDoc = after ? encodeFixState(after) : '';
-    const { id } = p.tracked.request;
+    const staged = inner.staged?.after === after ? inner.staged : undefined;
+    const fixArgs = staged ? undefined : this.fixArgs(p, inner, after);
     let lostOn: string | undefined;
     try {
       for (let attempt = 0; attempt < 4; attempt++) {
-        const view = new ConversationView(inner.loaded);
-        commitConversation(view, p.tracked.request, p.tracked.resolution);
-        const w = view.writes();
-        const writes = JSON.stringify({
-          checks: w.checks,
-          r: w.requests.map((n) => [n.id, JSON.stringify(n)]),
-          c: w.conversations.map((c) => [c.id, JSON.stringify(c)]),
-          e: w.endings,
-          p: w.passing.map(([t, e]) => [t, JSON.stringify(e)]),
-          l: w.labels,
-        });
-        const r = await this.scripts.cwCommit(this.prefix, String(inner.ttl), writes, id, fixDoc);
+        const args =
+          attempt === 0 && staged
+            ? staged.args
+            : this.commitArgs(p, inner, fixArgs ?? this.fixArgs(p, inner, after));
+        const r = await this.scripts.cwCommit(...args);
         this.succeeded();
         if (r[0] === 1) {
           if (lostOn === undefined) {
@@ -263,6 +313,66 @@ export class RedisProxyState implements ProxyState {
     }
   }
 
+  /**
+   * Builds the commit (the view's writes, the fix document) ahead of time, while the upstream works on
+   * the request, so the commit itself is one round trip when the status arrives.
+   */
+  stage(p: PreparedRequest, after: RequestFixState | undefined): void {
+    const inner = this.inner.get(p);
+    if (!inner || p.tracked.committed || inner.staged) return;
+    inner.staged = { after, args: this.commitArgs(p, inner, this.fixArgs(p, inner, after)) };
+  }
+
+  /** The fix document and the parts to send (new) or keep alive (as the parent had them). */
+  private fixArgs(p: PreparedRequest, inner: Inner, after: RequestFixState | undefined): string[] {
+    if (!after) return ['', '0', '0'];
+    const { doc, parts } = encodeFixState(after);
+    const fresh: string[] = [];
+    const touch: string[] = [];
+    const kept = new Set(inner.parentParts.values());
+    const mine: string[] = [];
+    for (const [name, h] of partsOf(doc)) {
+      mine.push(h);
+      if (!this.parts.get(h)) this.parts.set(h, { state: after.states.get(name) });
+      if (kept.has(h)) touch.push(h);
+      else fresh.push(h, parts.get(h) as string);
+    }
+    const label = p.tracked.request.label;
+    if (label !== undefined) this.labelParts.set(label, mine);
+    return [doc, ...counted(fresh), ...counted(touch)];
+  }
+
+  /** One state part, decoded once: from the cache, else from what a load returned. */
+  private part(h: string, fix: FixLoad): unknown {
+    const cached = this.parts.get(h);
+    if (cached) return cached.state;
+    const raw = fix.parts.get(h);
+    if (!raw) return undefined;
+    const state: unknown = JSON.parse(raw);
+    this.parts.set(h, { state });
+    return state;
+  }
+
+  private commitArgs(p: PreparedRequest, inner: Inner, fixArgs: string[]): string[] {
+    const view = new ConversationView(inner.loaded);
+    commitConversation(view, p.tracked.request, p.tracked.resolution);
+    const w = view.writes();
+    const [doc = '', ...partLists] = fixArgs;
+    return [
+      this.prefix,
+      String(inner.ttl),
+      p.tracked.request.id,
+      doc,
+      packPassing(w.passing),
+      ...partLists,
+      ...counted(w.checks.flatMap(([c, v]) => [c, String(v)])),
+      ...counted(w.requests.flatMap((n) => [n.id, JSON.stringify(n)])),
+      ...counted(w.conversations.flatMap((c) => [c.id, JSON.stringify(c)])),
+      ...counted(w.endings.flat()),
+      ...counted(w.labels.flat()),
+    ];
+  }
+
   async track(
     id: string,
     prefix: Prefix,
@@ -278,7 +388,7 @@ export class RedisProxyState implements ProxyState {
       if (out === CONFLICT) return undefined;
       const tracked: TrackedRequest = { label, request, resolution: out.resolution, committed: false };
       const prepared: PreparedRequest = { ok: true, tracked, states: undefined, parentPair: undefined };
-      this.inner.set(prepared, { loaded: out.loaded, ttl: stateTtlSeconds(prefix) });
+      this.inner.set(prepared, { loaded: out.loaded, ttl: stateTtlSeconds(prefix), parentParts: new Map() });
       const c = await this.commit(prepared, route, status, undefined);
       return c.outcome === 'not-committed' ? undefined : tracked;
     } catch (err) {
@@ -382,18 +492,22 @@ export class RedisProxyState implements ProxyState {
       walk.push((request.ends[i] as { transcript: string }).transcript);
     for (let attempt = 0; attempt < 3; attempt++) {
       const loaded = emptyLoadedState();
-      const fixDocs = new Map<string, string>();
+      const fix: FixLoad = { docs: new Map(), parts: new Map() };
+      const have =
+        wantFix && request.label !== undefined
+          ? (this.labelParts.get(request.label) ?? []).filter((h) => this.parts.get(h))
+          : [];
       this.absorb(
         await this.scripts.cwLoad(
-          this.prefix,
-          JSON.stringify({
+          ...loadArgs(this.prefix, {
             walk,
+            wantFix,
+            have,
             ...(request.label !== undefined ? { label: request.label } : {}),
-            ...(wantFix ? {} : { nofix: true }),
-          } satisfies LoadSpec),
+          }),
         ),
         loaded,
-        fixDocs,
+        fix,
       );
       let moved = false;
       for (let round = 0; round < 8 && !moved; round++) {
@@ -402,8 +516,12 @@ export class RedisProxyState implements ProxyState {
         const dry = new ConversationView(loaded);
         commitConversation(dry, request, resolution);
         const missing = unionMissing(view.missing, dry.missing);
-        const needFix = wantFix && resolution.parent !== undefined && !fixDocs.has(resolution.parent);
-        if (missingCount(missing) === 0 && !needFix) return { loaded, fixDocs, resolution };
+        const parent = resolution.parent;
+        const needFix = wantFix && parent !== undefined && !fix.docs.has(parent);
+        const doc = wantFix && parent !== undefined ? fix.docs.get(parent) : undefined;
+        const needParts = doc ? this.missingParts(doc, fix) : [];
+        if (missingCount(missing) === 0 && !needFix && needParts.length === 0)
+          return { loaded, fix, resolution };
         const more = emptyLoadedState();
         const spec: LoadSpec = {
           r: [...missing.requests],
@@ -411,9 +529,10 @@ export class RedisProxyState implements ProxyState {
           e: [...missing.endings],
           p: [...missing.passing],
           l: [...missing.labels],
-          ...(needFix && resolution.parent ? { f: [resolution.parent] } : {}),
+          ...(needFix && parent ? { f: [parent], have } : {}),
+          ...(needParts.length ? { s: needParts } : {}),
         };
-        this.absorb(await this.scripts.cwLoad(this.prefix, JSON.stringify(spec)), more, fixDocs);
+        this.absorb(await this.scripts.cwLoad(...loadArgs(this.prefix, spec)), more, fix);
         moved = versionsDisagree(loaded, more);
         mergeLoaded(loaded, more);
       }
@@ -422,7 +541,16 @@ export class RedisProxyState implements ProxyState {
     return CONFLICT;
   }
 
-  private absorb(reply: string[], into: LoadedState, fixDocs: Map<string, string>): void {
+  /** The parts a fix document names that are neither decoded here nor in what was loaded. */
+  private missingParts(doc: string, fix: FixLoad): string[] {
+    try {
+      return [...partsOf(doc).values()].filter((h) => !this.parts.get(h) && !fix.parts.get(h));
+    } catch {
+      return []; // a bad document: decoding it says so, and the request goes out unfixed
+    }
+  }
+
+  private absorb(reply: string[], into: LoadedState, fix: FixLoad): void {
     const j = JSON.parse(reply[0] ?? '{}') as {
       r?: Record<string, string | false>;
       c?: Record<string, string | false>;
@@ -436,9 +564,14 @@ export class RedisProxyState implements ProxyState {
       into.conversations.set(k, v === false ? null : JSON.parse(v));
     for (const [k, v] of Object.entries(j.v ?? {})) into.versions.set(k, v);
     for (const [k, v] of Object.entries(j.e ?? {})) into.endings.set(k, Array.isArray(v) ? v : []);
-    for (const [k, v] of Object.entries(j.p ?? {})) into.passing.set(k, v === false ? null : JSON.parse(v));
+    for (const [k, v] of Object.entries(j.p ?? {}))
+      into.passing.set(k, v === false ? null : unpackPassing(v));
     for (const [k, v] of Object.entries(j.l ?? {})) into.labels.set(k, v === false ? null : v);
-    for (let i = 1; i + 1 < reply.length; i += 2) fixDocs.set(reply[i] as string, reply[i + 1] as string);
+    for (let i = 1; i + 2 < reply.length; i += 3) {
+      const [tag, key, value] = [reply[i], reply[i + 1] as string, reply[i + 2] as string];
+      if (tag === 'f') fix.docs.set(key, value);
+      else if (value) fix.parts.set(key, value);
+    }
   }
 
   private failOpen(reason: StateUnavailable['reason'], detail: string): StateUnavailable {

@@ -2,19 +2,70 @@
 // and one compare-and-swap commit. Text only; what they mean for the model is decided in TypeScript.
 //
 // Keys, all under the prefix P: r:ID request node (JSON), c:ID conversation (JSON), v:ID conversation
-// version (integer), e:TRANSCRIPT requests ending there (list), p:TRANSCRIPT request passing through
-// (JSON), l:LABEL the label's latest request, f:ID a request's fix state and forwarded pair (JSON).
+// version (integer), e:TRANSCRIPT requests ending there (list), pb:TTL:HOUR the requests passing through
+// message ends, written in that hour by requests kept TTL seconds (a hash: transcript -> "request
+// cacheKey unixSeconds"; one write per request however long its history), pclasses the TTLs in use,
+// l:LABEL the label's latest request, f:ID a request's fix document (its forwarded pair and the hashes
+// of its fixes' states), s:HASH one fix state (JSON) shared by every request that left the same.
+// Arguments are flat lists, so no script decodes JSON it was sent.
+
+/** Reads ARGV from position `i`: a count, then that many values. Shared by both scripts. */
+const LISTS = `
+local function list(i)
+  local n = tonumber(ARGV[i])
+  local out = {}
+  for k = 1, n do out[k] = ARGV[i + k] end
+  return out, i + n + 1
+end
+local function nowSeconds()
+  return tonumber(redis.call('TIME')[1])
+end
+`;
 
 /**
- * ARGV[1] prefix, ARGV[2] a JSON spec: `walk` (transcripts, last message end first: read endings and
- * passing entries until a message end that a request of the same `label` ended at), and explicit lists
- * `r`, `c`, `e`, `p`, `l`, `f`. Every request read brings its conversation (and version), its parent, the
- * parent's next and its own next. Returns `[json, fixId1, fixDoc1, …]` (an absent fix doc is '').
+ * ARGV: prefix, label ('' with no label), '1' to bring fix documents, then lists (a count, then the
+ * values): the transcripts to walk (last message end first: endings and passing entries are read until a
+ * message end that a request of the same label ended at), then requests, conversations, endings,
+ * passing entries, labels and fix documents asked for by name, the state parts the caller holds, and
+ * state parts asked for by hash. Every request read brings its conversation (and version), its parent,
+ * the parent's next and its own next. Returns `[json, 'f', id, doc, 's', hash, json, …]` (absent: '').
  */
-export const LOAD_SCRIPT = `
+export const LOAD_SCRIPT = `${LISTS}
 local P = ARGV[1]
-local spec = cjson.decode(ARGV[2])
+local label = ARGV[2]
+local hasLabel = label ~= ''
+local wantFix = ARGV[3] == '1'
+local walk, i = list(4)
+local askR, askC, askE, askP, askL, askF
+askR, i = list(i)
+askC, i = list(i)
+askE, i = list(i)
+askP, i = list(i)
+askL, i = list(i)
+askF, i = list(i)
+local have, askS
+have, i = list(i)
+askS, i = list(i)
+local haveSet = {}
+for _, h in ipairs(have) do haveSet[h] = true end
 local out = { r = {}, c = {}, v = {}, e = {}, p = {}, l = {} }
+local classes = redis.call('SMEMBERS', P .. 'pclasses')
+local hour = math.floor(nowSeconds() / 3600)
+-- The latest request passing through t: newest hour first in each TTL class, the latest of the classes.
+local function passingOf(t)
+  local best, bestAt = false, -1
+  for _, c in ipairs(classes) do
+    for h = hour, hour - math.ceil(tonumber(c) / 3600), -1 do
+      local v = redis.call('HGET', P .. 'pb:' .. c .. ':' .. h, t)
+      if v then
+        local at = tonumber(string.match(v, '(%d+)$'))
+        if at > bestAt then best, bestAt = v, at end
+        break
+      end
+    end
+  end
+  return best
+end
 local decoded = {}
 local fixSeen = {}
 local fixes = {}
@@ -49,94 +100,147 @@ local function expand(id)
   if n.next then node(n.next) end
   return n
 end
+local partSeen = {}
+local function part(h)
+  if partSeen[h] then return end
+  partSeen[h] = true
+  table.insert(fixes, 's')
+  table.insert(fixes, h)
+  table.insert(fixes, redis.call('GET', P .. 's:' .. h) or '')
+end
+-- A request's fix document, and the parts it names that the caller does not hold already.
 local function fix(id)
   if fixSeen[id] then return end
   fixSeen[id] = true
+  local doc = redis.call('GET', P .. 'f:' .. id) or ''
+  table.insert(fixes, 'f')
   table.insert(fixes, id)
-  table.insert(fixes, redis.call('GET', P .. 'f:' .. id) or '')
-end
-local label = spec.label
-if spec.walk then
-  local passFix = false
-  for _, t in ipairs(spec.walk) do
-    local ids = redis.call('LRANGE', P .. 'e:' .. t, 0, -1)
-    out.e[t] = ids
-    local pass = redis.call('GET', P .. 'p:' .. t)
-    out.p[t] = pass or false
-    if pass then
-      local pn = expand(cjson.decode(pass).request)
-      if pn and not spec.nofix and not passFix and pn.label == label then
-        passFix = true
-        fix(pn.id)
-      end
-    end
-    local best = nil
-    for _, id in ipairs(ids) do
-      local n = expand(id)
-      if n and n.final and n.label == label and (best == nil or n.time >= best.time) then best = n end
-    end
-    if best then
-      if not spec.nofix then fix(best.id) end
-      break
+  table.insert(fixes, doc)
+  local head = string.match(doc, '^v2\\n([^\\n]*)')
+  if head then
+    for h in string.gmatch(head, '=(%x+)') do
+      if not haveSet[h] then part(h) end
     end
   end
 end
-if label ~= nil then
+local function sameLabel(n)
+  if hasLabel then return n.label == label end
+  return n.label == nil
+end
+local passFix = false
+for _, t in ipairs(walk) do
+  local ids = redis.call('LRANGE', P .. 'e:' .. t, 0, -1)
+  out.e[t] = ids
+  local pass = passingOf(t)
+  out.p[t] = pass
+  if pass then
+    local pn = expand(string.match(pass, '^(%S+)'))
+    if pn and wantFix and not passFix and sameLabel(pn) then
+      passFix = true
+      fix(pn.id)
+    end
+  end
+  local best = nil
+  for _, id in ipairs(ids) do
+    local n = expand(id)
+    if n and n.final and sameLabel(n) and (best == nil or n.time >= best.time) then best = n end
+  end
+  if best then
+    if wantFix then fix(best.id) end
+    break
+  end
+end
+if hasLabel then
   local latest = redis.call('GET', P .. 'l:' .. label)
   out.l[label] = latest or false
   if latest then expand(latest) end
 end
-for _, id in ipairs(spec.r or {}) do expand(id) end
-for _, id in ipairs(spec.c or {}) do conv(id) end
-for _, t in ipairs(spec.e or {}) do out.e[t] = redis.call('LRANGE', P .. 'e:' .. t, 0, -1) end
-for _, t in ipairs(spec.p or {}) do out.p[t] = redis.call('GET', P .. 'p:' .. t) or false end
-for _, l in ipairs(spec.l or {}) do out.l[l] = redis.call('GET', P .. 'l:' .. l) or false end
-for _, id in ipairs(spec.f or {}) do fix(id) end
+for _, id in ipairs(askR) do expand(id) end
+for _, id in ipairs(askC) do conv(id) end
+for _, t in ipairs(askE) do out.e[t] = redis.call('LRANGE', P .. 'e:' .. t, 0, -1) end
+for _, t in ipairs(askP) do out.p[t] = passingOf(t) end
+for _, l in ipairs(askL) do out.l[l] = redis.call('GET', P .. 'l:' .. l) or false end
+for _, id in ipairs(askF) do fix(id) end
+for _, h in ipairs(askS) do part(h) end
 local reply = { cjson.encode(out) }
 for _, x in ipairs(fixes) do table.insert(reply, x) end
 return reply
 `;
 
 /**
- * ARGV[1] prefix, ARGV[2] TTL in seconds, ARGV[3] the writes as JSON (`checks` [conversation, version],
- * `r` [id, doc], `c` [id, doc], `e` [transcript, id], `p` [transcript, doc], `l` [label, id]), ARGV[4]
- * and ARGV[5] the request's id and fix document ('' for none). If every checked conversation is still at
- * its version, writes everything, bumps those versions and returns `{1}`; else writes nothing and returns
- * `{0, conversation}`. Keys keep the longer of their remaining life and the TTL.
+ * ARGV: prefix, TTL in seconds, the request's id and fix document ('' for none), its passing entries
+ * packed in one string ("transcript request cacheKey" lines), then lists (a count of values, then the
+ * values): new state parts (hash, JSON), parts to keep alive (hash), checks (conversation, version),
+ * request documents (id, JSON), conversation documents (id, JSON), endings (transcript, request),
+ * labels (label, request). If every checked conversation is still at its version,
+ * writes everything, bumps those versions and returns `{1}`; else writes nothing and returns
+ * `{0, conversation}`. Shared keys keep the longer of their remaining life and the TTL.
  */
-export const COMMIT_SCRIPT = `
+export const COMMIT_SCRIPT = `${LISTS}
 local P = ARGV[1]
 local ttl = tonumber(ARGV[2])
-local w = cjson.decode(ARGV[3])
-for _, c in ipairs(w.checks) do
-  local v = tonumber(redis.call('GET', P .. 'v:' .. c[1]) or '0')
-  if v ~= c[2] then return { 0, c[1] } end
+local id = ARGV[3]
+local fixDoc = ARGV[4]
+local passing = ARGV[5]
+local parts, i = list(6)
+local touch, checks, docsR, docsC, ends, labels
+touch, i = list(i)
+checks, i = list(i)
+docsR, i = list(i)
+docsC, i = list(i)
+ends, i = list(i)
+labels, i = list(i)
+for k = 1, #checks, 2 do
+  local v = tonumber(redis.call('GET', P .. 'v:' .. checks[k]) or '0')
+  if v ~= tonumber(checks[k + 1]) then return { 0, checks[k] } end
 end
-local function life(k)
-  local left = redis.call('TTL', k)
+local function life(key)
+  local left = redis.call('TTL', key)
   if left > ttl then return left end
   return ttl
 end
-local function put(k, v) redis.call('SET', k, v, 'EX', life(k)) end
-if ARGV[4] ~= '' and ARGV[5] ~= '' then redis.call('SET', P .. 'f:' .. ARGV[4], ARGV[5], 'EX', ttl) end
-for _, c in ipairs(w.checks) do
-  local k = P .. 'v:' .. c[1]
-  local keep = life(k)
-  redis.call('INCR', k)
-  redis.call('EXPIRE', k, keep)
+local function put(key, v) redis.call('SET', key, v, 'EX', life(key)) end
+if id ~= '' and fixDoc ~= '' then redis.call('SET', P .. 'f:' .. id, fixDoc, 'EX', ttl) end
+-- Fix states by content: new ones written, ones the parent had already kept alive as long.
+for k = 1, #parts, 2 do put(P .. 's:' .. parts[k], parts[k + 1]) end
+for _, h in ipairs(touch) do
+  local key = P .. 's:' .. h
+  if redis.call('TTL', key) < ttl then redis.call('EXPIRE', key, ttl) end
 end
-for _, r in ipairs(w.r) do put(P .. 'r:' .. r[1], r[2]) end
-for _, c in ipairs(w.c) do put(P .. 'c:' .. c[1], c[2]) end
-for _, e in ipairs(w.e) do
-  local k = P .. 'e:' .. e[1]
-  local keep = life(k)
-  redis.call('LREM', k, 0, e[2])
-  redis.call('RPUSH', k, e[2])
-  redis.call('LTRIM', k, -8, -1)
-  redis.call('EXPIRE', k, keep)
+for k = 1, #checks, 2 do
+  local key = P .. 'v:' .. checks[k]
+  local keep = life(key)
+  redis.call('INCR', key)
+  redis.call('EXPIRE', key, keep)
 end
-for _, p in ipairs(w.p) do put(P .. 'p:' .. p[1], p[2]) end
-for _, l in ipairs(w.l) do put(P .. 'l:' .. l[1], l[2]) end
+for k = 1, #docsR, 2 do put(P .. 'r:' .. docsR[k], docsR[k + 1]) end
+for k = 1, #docsC, 2 do put(P .. 'c:' .. docsC[k], docsC[k + 1]) end
+for k = 1, #ends, 2 do
+  local key = P .. 'e:' .. ends[k]
+  local keep = life(key)
+  redis.call('LREM', key, 0, ends[k + 1])
+  redis.call('RPUSH', key, ends[k + 1])
+  redis.call('LTRIM', key, -8, -1)
+  redis.call('EXPIRE', key, keep)
+end
+-- Passing entries: one hash field each, in this hour's bucket of this TTL (a bucket lives an hour more).
+local now = nowSeconds()
+local bucket = P .. 'pb:' .. ttl .. ':' .. math.floor(now / 3600)
+local fields = {}
+local stamp = ' ' .. now
+for t, v in string.gmatch(passing, '(%S+) ([^\\n]+)') do
+  fields[#fields + 1] = t
+  fields[#fields + 1] = v .. stamp
+  if #fields >= 1000 then
+    redis.call('HSET', bucket, unpack(fields))
+    fields = {}
+  end
+end
+if #fields > 0 then redis.call('HSET', bucket, unpack(fields)) end
+redis.call('EXPIRE', bucket, ttl + 3600)
+redis.call('SADD', P .. 'pclasses', ttl)
+redis.call('EXPIRE', P .. 'pclasses', 26 * 3600)
+for k = 1, #labels, 2 do put(P .. 'l:' .. labels[k], labels[k + 1]) end
 return { 1 }
 `;
 
