@@ -26,14 +26,14 @@ describe('fix state documents', () => {
   it('names an unchanged state by the same hash, so it is neither sent nor parsed again', () => {
     const freeze = { frozen: [{ name: 'Read' }] };
     const a = encodeFixState({
-      states: new Map([
+      states: new Map<string, unknown>([
         ['tools-freeze', freeze],
         ['pin-reminders', { n: 1 }],
       ]),
       pair,
     });
     const b = encodeFixState({
-      states: new Map([
+      states: new Map<string, unknown>([
         ['tools-freeze', freeze],
         ['pin-reminders', { n: 2 }],
       ]),
