@@ -35,17 +35,17 @@ export interface ReceivedPoint {
   sum?: number;
 }
 
-function valueOf(v: AnyValue): Attr {
+function attrValue(v: AnyValue): Attr {
   if (v.stringValue !== undefined) return v.stringValue;
   if (v.intValue !== undefined) return Number(v.intValue);
   if (v.doubleValue !== undefined) return v.doubleValue;
   if (v.boolValue !== undefined) return v.boolValue;
-  if (v.arrayValue) return (v.arrayValue.values ?? []).map(valueOf);
+  if (v.arrayValue) return (v.arrayValue.values ?? []).map(attrValue);
   return '';
 }
 
 export const attrs = (list: KeyValue[] | undefined): Record<string, Attr> =>
-  Object.fromEntries((list ?? []).map((kv) => [kv.key, valueOf(kv.value)]));
+  Object.fromEntries((list ?? []).map((kv) => [kv.key, attrValue(kv.value)]));
 
 export interface OtlpReceiver {
   url: string;
