@@ -150,6 +150,8 @@ export interface AnalyzeOptions {
   keepRequests?: boolean;
   /** The OpenAI organization has Zero Data Retention: requests without a retention get `in_memory`. */
   zdr?: boolean;
+  /** Keep every miss for the result (default true; a live analysis hands each on and keeps none). */
+  keepMisses?: boolean;
   /** Records allowed to arrive out of start order (the reorder window). Default 256. */
   window?: number;
 }
@@ -330,7 +332,7 @@ export class Analyzer {
       if (decision) {
         const miss = this.makeMiss(r, row, usage, scale, decision, parent, prefix);
         row.miss = miss;
-        this.misses.push(miss);
+        if (this.options.keepMisses !== false) this.misses.push(miss);
       }
     }
     for (const c of res?.reclassified ?? []) this.reclassify(c.request, c.relation);

@@ -1,8 +1,10 @@
 // Runs the analyzer over capture files or folders: reads them as a stream (no bodies), reports torn lines
-// and progress, fills in the sentences. The shell for `report` and `whatif`; the analysis itself is pure.
+// and progress, fills in the sentences. Several folders (a fleet's proxies) are merged by time into one
+// traffic, each record counted once. The shell for `report` and `whatif`; the analysis itself is pure.
 
-import { type ReadRecord, readCaptures } from '../capture/capture-reader.js';
+import type { ReadRecord } from '../capture/capture-reader.js';
 import type { CaptureRecord } from '../capture/capture-record.js';
+import { mergeCaptures } from '../capture/merge-captures.js';
 import { type AnalysisResult, type AnalyzeOptions, analyzeRecords } from './analyze-captures.js';
 import { describeMiss } from './describe-miss.js';
 
@@ -16,10 +18,12 @@ export async function analyzePaths(
   options: AnalyzePathsOptions,
 ): Promise<AnalysisResult> {
   let skipped = 0;
+  let duplicates = 0;
   const files = new Set<string>();
   async function* records(): AsyncGenerator<CaptureRecord> {
-    const read: AsyncGenerator<ReadRecord> = readCaptures(paths, {
+    const read: AsyncGenerator<ReadRecord> = mergeCaptures(paths, {
       bodies: false,
+      onDuplicate: () => duplicates++,
       onWarning: (w) => {
         skipped++;
         options.onWarning?.(w);
@@ -32,6 +36,8 @@ export async function analyzePaths(
     }
   }
   const result = await analyzeRecords(records(), options);
+  if (duplicates)
+    options.onWarning?.(`${duplicates} records appeared in more than one capture file and were counted once`);
   result.generatedFrom.files = files.size;
   result.generatedFrom.skippedLines = skipped;
   for (const m of result.misses) m.sentence = describeMiss(m);

@@ -83,6 +83,8 @@ export interface CaptureRecord {
   route: string;
   method: string;
   model?: string;
+  /** The model the response names, when it says one. */
+  responseModel?: string;
   status?: number;
   /** How the exchange ended: `complete`, `error` (status >= 400), `upstream_error`, `client_aborted`, `upstream_reset`. */
   outcome: string;

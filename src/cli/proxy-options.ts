@@ -3,6 +3,7 @@
 
 import { type Command, Option } from 'commander';
 import { createProxy, type ProxyOptions, type RunningProxy } from '../proxy/create-proxy.js';
+import { OtlpConfigError, otlpOptions } from '../telemetry/otlp-config.js';
 import { parsePort, parseUpstream, portInUse } from './option-values.js';
 import { resolveToken, TOKEN_ENV } from './proxy-token.js';
 import { InputError } from './read-request-file.js';
@@ -22,6 +23,10 @@ export interface ProxyCliOptions {
   allowHost?: string;
   maxMb?: string;
   ttl: '5m' | '1h';
+  state: string;
+  statePrefix: string;
+  stateTimeoutMs: string;
+  otlp?: string;
 }
 
 /** Declares the proxy's options on a command. */
@@ -53,6 +58,17 @@ export function addProxyOptions(cmd: Command, defaultPort: string): Command {
     .option(
       '--allow-host <names>',
       'Host names to answer besides localhost and IP literals, comma-separated (others get 403: DNS rebinding)',
+    )
+    .option(
+      '--state <where>',
+      'conversations and fix state: memory (and a state file), or redis://HOST:PORT[/DB] shared by a fleet',
+      'memory',
+    )
+    .option('--state-prefix <prefix>', 'Redis key prefix (one per fleet)', 'cacheward:')
+    .option('--state-timeout-ms <ms>', 'the most a request waits for Redis before it goes out unfixed', '50')
+    .option(
+      '--otlp <url>',
+      'export a span and metric points per request over OTLP/HTTP (default $OTEL_EXPORTER_OTLP_ENDPOINT)',
     );
 }
 
@@ -68,6 +84,18 @@ export function proxyOptionsFrom(
   const maxMb = opts.maxMb === undefined ? undefined : Number(opts.maxMb);
   if (maxMb !== undefined && (!Number.isFinite(maxMb) || maxMb <= 0))
     throw new InputError(`--max-mb ${opts.maxMb}: not a positive number`);
+  const stateTimeoutMs = Number(opts.stateTimeoutMs);
+  if (!Number.isFinite(stateTimeoutMs) || stateTimeoutMs < 1 || stateTimeoutMs > 60_000)
+    throw new InputError(
+      `--state-timeout-ms ${opts.stateTimeoutMs}: a number of milliseconds from 1 to 60000`,
+    );
+  let otlp: ProxyOptions['otlp'];
+  try {
+    otlp = otlpOptions(opts.otlp, process.env);
+  } catch (err) {
+    if (err instanceof OtlpConfigError) throw new InputError(err.message);
+    throw err;
+  }
   const fixes = (opts.fix ?? '')
     .split(',')
     .map((f) => f.trim())
@@ -95,6 +123,10 @@ export function proxyOptionsFrom(
     ...(token ? { token } : {}),
     ...(allowedHosts.length ? { allowedHosts } : {}),
     fixTtl: opts.ttl,
+    state: opts.state,
+    statePrefix: opts.statePrefix,
+    stateTimeoutMs,
+    ...(otlp ? { otlp } : {}),
   };
 }
 

@@ -26,6 +26,25 @@ export function countsAsTurn(route: string, status: number | undefined): boolean
   return !route.includes('count_tokens') && (status === undefined || status < 400);
 }
 
+/** What the resolver is asked about a request: its label (from headers and body) and its message ends. */
+export function conversationRequest(
+  id: string,
+  prefix: Prefix,
+  headers: HeaderLookup,
+  time: number,
+): { label: SessionLabel | undefined; request: ConversationRequest } {
+  const label = sessionLabel(headers, prefix.body.fields);
+  const request: ConversationRequest = {
+    id,
+    time,
+    ends: messageEnds(prefix),
+    head: prefix.levels.messages.foldHash,
+    ...(label ? { label: label.key } : {}),
+    ...(prefix.model ? { model: prefix.model } : {}),
+  };
+  return { label, request };
+}
+
 export class ConversationTracker {
   constructor(readonly store: MemoryConversationStore = new MemoryConversationStore()) {}
 
@@ -38,15 +57,7 @@ export class ConversationTracker {
   }
 
   resolve(id: string, prefix: Prefix, headers: HeaderLookup, time: number): TrackedRequest {
-    const label = sessionLabel(headers, prefix.body.fields);
-    const request: ConversationRequest = {
-      id,
-      time,
-      ends: messageEnds(prefix),
-      head: prefix.levels.messages.foldHash,
-      ...(label ? { label: label.key } : {}),
-      ...(prefix.model ? { model: prefix.model } : {}),
-    };
+    const { label, request } = conversationRequest(id, prefix, headers, time);
     return { label, request, resolution: resolveConversation(this.store, request), committed: false };
   }
 

@@ -13,22 +13,26 @@ import { type CaptureState, CaptureWriter } from '../capture/capture-writer.js';
 import { defaultCaptureDir } from '../capture/default-dir.js';
 import type { Clock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
-import { LruMap } from '../core/lru-map.js';
 import { VERSION } from '../core/version.js';
 import type { Fix, FixRegistry, runFixes } from '../fixes/fix.js';
-import { runFixStage } from '../fixes/fix-stage.js';
 import { fixRegistry } from '../fixes/registry.js';
-import type { ForwardedPair } from '../fixes/stability.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { errorBody } from '../sim/provider-errors.js';
-import { FixStateStore, type FixStates } from '../state/fix-state-store.js';
-import type { StateDocument } from '../state/state-file.js';
+import { createProxyState } from '../state/create-proxy-state.js';
+import type { RequestFixState } from '../state/fix-state-codec.js';
+import type { FixStateHealth } from '../state/fix-state-open.js';
+import type { PreparedRequest, StateCommit, StateHealth } from '../state/proxy-state.js';
+import { StateConfigError } from '../state/state-url.js';
+import { withinBudget } from '../state/within-budget.js';
+import { OtlpConfigError } from '../telemetry/otlp-config.js';
+import { type OtlpOptions, startTelemetry } from '../telemetry/start-telemetry.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { Admission } from './admission.js';
-import { ConversationTracker, type TrackedRequest } from './conversation-tracker.js';
+import { afterResponse } from './after-response.js';
+import type { TrackedRequest } from './conversation-tracker.js';
 import { ExchangeRecorder } from './exchange-recorder.js';
 import { serveExpectContinue } from './expect-continue.js';
-import { type FixStateHealth, openStateFile } from './fix-state-open.js';
+import { fixRequest } from './fix-request.js';
 import { HostCheck } from './host-check.js';
 import { LiveAnalysis, type LiveRequest } from './live-analysis.js';
 import { serveLive } from './live-routes.js';
@@ -62,6 +66,14 @@ export interface ProxyOptions {
   fixTtl?: '5m' | '1h';
   /** Where the conversation index and fix state are kept across restarts (default `<dir>/state`). */
   stateDir?: string;
+  /** `memory` (default: memory and the state file) or `redis://HOST:PORT[/DB]`, shared by a fleet. */
+  state?: string;
+  /** Redis key prefix (default `cacheward:`). */
+  statePrefix?: string;
+  /** The most a request waits for Redis before it goes out unfixed, in ms (default 50). */
+  stateTimeoutMs?: number;
+  /** OTLP/HTTP export: a base URL (`/v1/traces` and `/v1/metrics` are added) or options. */
+  otlp?: string | OtlpOptions;
   /** The clock every timestamp comes from. Default: the system clock. */
   clock?: Clock;
   /** Port (0 = any free one) and address; binding anywhere but loopback requires `token`. */
@@ -84,8 +96,10 @@ export interface RunningProxy {
   url: string;
   health(): ProxyHealth;
   metrics(): string;
-  /** Waits until every capture record so far is on disk. */
+  /** Waits until every capture record so far is on disk (and, with OTLP on, sent to the collector). */
   flush(): Promise<void>;
+  /** Every request, analyzed after its response (the live page, the log, OTLP). */
+  live: LiveAnalysis;
   close(): Promise<void>;
 }
 
@@ -93,10 +107,14 @@ export interface ProxyHealth {
   status: 'ok' | 'degraded';
   version: string;
   upstreams: { anthropic: string; openai: string };
-  capture: CaptureState;
-  fixes: string[];
   /** With fixes on: whether their state is kept in files (and survives a restart). */
   fixState?: FixStateHealth;
+  capture: CaptureState;
+  fixes: string[];
+  /** Where conversations and fix state live, and whether it answers. */
+  state: StateHealth;
+  /** OTLP export, when on: where, and what a down collector cost. */
+  otlp?: { endpoint: string; exported: number; dropped: number };
 }
 
 /** A configuration that cannot be served (for example a public address without a token). */
@@ -200,35 +218,42 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
   const metrics = new ProxyMetrics();
   const memory = new MemoryRelease(() => writer.flush());
   const builder = new PrefixBuilder();
-  const conversations = new ConversationTracker();
-  // Causes for the page, the log and the metrics: the report's analyzer, after each response ended.
+  // Conversations and fix state: memory and a state file, or Redis for a fleet (state/).
+  let state: Awaited<ReturnType<typeof createProxyState>>;
+  try {
+    state = await createProxyState({
+      ...(options.state !== undefined ? { state: options.state } : {}),
+      ...(options.statePrefix !== undefined ? { statePrefix: options.statePrefix } : {}),
+      ...(options.stateTimeoutMs !== undefined ? { stateTimeoutMs: options.stateTimeoutMs } : {}),
+      ...(fixes.length
+        ? { stateDir: options.stateDir ?? join(options.dir ?? defaultCaptureDir(), 'state') }
+        : {}),
+      log,
+    });
+  } catch (err) {
+    if (err instanceof StateConfigError) throw new ProxyConfigError(err.message);
+    throw err;
+  }
+  const stateBudget = options.stateTimeoutMs ?? 50;
+  const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations: state.local });
+  let telemetry: Awaited<ReturnType<typeof startTelemetry>>;
+  try {
+    telemetry = await startTelemetry(options.otlp, log);
+  } catch (err) {
+    await state.close();
+    if (err instanceof OtlpConfigError) throw new ProxyConfigError(err.message);
+    throw err;
+  }
+  // Causes for the page, the log, the metrics and OTLP: the report's analyzer, after each response ended.
   const live = new LiveAnalysis({ prices: options.prices ?? new PriceTable() });
-  live.subscribe((row) => {
+  live.subscribe((row, detail) => {
     if (row.cause && row.cause !== 'cold_start')
       metrics.miss(row.provider, row.cause, row.rewrittenTokens ?? 0, row.waste ?? null);
     options.onRequest?.(row);
+    telemetry?.export(detail);
   });
-  const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations });
-  // Fix state follows the conversation: by request, so a fork starts from its parent's state at the fork.
-  const fixStates = new FixStateStore();
-  const forwardedPairs = new LruMap<ForwardedPair>(256);
-  const { file: stateFile, health: fixStateHealth } = openStateFile(
-    fixes.length ? (options.stateDir ?? join(options.dir ?? defaultCaptureDir(), 'state')) : undefined,
-    log,
-  );
-  const saved = stateFile?.load();
-  if (saved) {
-    conversations.restore(saved.conversations);
-    for (const [request, states] of saved.fixStates) fixStates.set(request, new Map(Object.entries(states)));
-  }
-  const snapshot = (): StateDocument => {
-    const conv = conversations.snapshot();
-    const tips = conv.requests.flatMap((r): Array<[string, Record<string, unknown>]> => {
-      const st = fixStates.get(r.id);
-      return st ? [[r.id, Object.fromEntries(st)]] : [];
-    });
-    return { version: 1, conversations: conv, fixStates: tips };
-  };
+  // Exchanges whose record is still being made (a shared state may be naming their conversation).
+  const recording = new Set<Promise<void>>();
   const agent = new Agent({
     keepAliveTimeout: 60_000,
     connections: 256,
@@ -245,14 +270,16 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
 
   const health = (): ProxyHealth => {
     const capture = writer.state();
-    const stateLost = fixes.length > 0 && fixStateHealth.error !== undefined;
+    const st = state.health();
     return {
-      status: capture.state === 'degraded' || stateLost ? 'degraded' : 'ok',
+      status: capture.state === 'degraded' || st.status === 'degraded' ? 'degraded' : 'ok',
       version,
       upstreams,
       capture,
       fixes: fixes.map((f) => f.name),
-      ...(fixes.length ? { fixState: fixStateHealth } : {}),
+      state: st,
+      ...(st.fixState && fixes.length ? { fixState: st.fixState } : {}),
+      ...(telemetry ? { otlp: telemetry.health() } : {}),
     };
   };
 
@@ -272,7 +299,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     if (method === 'GET' && serveLive(path, req, res, live)) return;
     if (path === '/_cacheward/metrics' && method === 'GET') {
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-      res.end(metrics.render());
+      res.end(metrics.render() + state.metricsText() + (telemetry?.metricsText() ?? ''));
       return;
     }
     const format = method === 'POST' ? formatFromRoute(path) : undefined;
@@ -298,68 +325,27 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     let headerOverride: Record<string, string> | undefined;
     let body: Readable | Buffer | undefined;
     let tracked: TrackedRequest | undefined;
-    let after: { states: FixStates; pair: ForwardedPair } | undefined;
+    let prepared: PreparedRequest | undefined;
+    let after: RequestFixState | undefined;
+    let committing: Promise<StateCommit> | undefined;
     if (fixes.length && format) {
-      const original = await readAll(req);
-      forwardedBody = original;
-      try {
-        const clientPrefix = builder.parse(original, {
-          format,
-          headers: { 'anthropic-beta': requestHeaders.get('anthropic-beta') ?? undefined },
-        });
-        prefix = clientPrefix;
-        tracked = conversations.resolve(id, clientPrefix, requestHeaders, start);
-        const res = tracked.resolution;
-        const headersIn: Record<string, string> = {};
-        requestHeaders.forEach((v, k) => {
-          if (k === 'anthropic-beta') headersIn[k] = v;
-        });
-        const parentPair = res.parent ? forwardedPairs.get(res.parent) : undefined;
-        const out = runFixStage({
-          fixes,
-          body: original,
-          prefix: clientPrefix,
-          headers: headersIn,
-          states: fixStates.get(res.parent),
-          context: {
-            provider,
-            route: path,
-            now: start,
-            conversation: res.conversation,
-            relation: res.relation,
-            ...(tracked.label ? { label: tracked.label.key } : {}),
-          },
-          ...(parentPair ? { parent: parentPair } : {}),
-          reparse: (b, h) => builder.parse(b, { format, headers: { 'anthropic-beta': h['anthropic-beta'] } }),
-        });
-        fixNotes = out.notes;
-        prefix = out.prefix;
-        after = { states: out.states, pair: { client: clientPrefix.blocks, forwarded: out.prefix.blocks } };
-        for (const n of out.notes)
-          if (n.error) log(`fix ${n.fix} failed; the original request went out: ${n.error}`);
-        if (out.changed) {
-          clientBody = original;
-          forwardedBody = out.body;
-          headerOverride = { ...out.headers, 'content-length': String(out.body.length) };
-        }
-      } catch (err) {
-        // The body is not a request the fixes can read: it goes out exactly as received.
-        prefix = undefined;
-        tracked = undefined;
-        fixNotes = [
-          {
-            fix: 'pipeline',
-            changed: false,
-            notes: ['skipped: the body could not be parsed'],
-            error: String(err),
-          },
-        ];
-      }
+      const fixed = await fixRequest(
+        { fixes, builder, state, log },
+        { id, original: await readAll(req), format, provider, route: path, requestHeaders, start },
+      );
+      ({ forwarded: forwardedBody, client: clientBody, notes: fixNotes, prefix, headerOverride } = fixed);
+      ({ prepared, after } = fixed);
+      tracked = prepared?.tracked;
       body = forwardedBody;
     } else if (method !== 'GET' && method !== 'HEAD') {
       body = tapRequestBody(req, res, received);
     }
 
+    // The conversation learns of the request as soon as the upstream's status is known; the client's
+    // response ends only after that (at most the state budget later), so its next request finds it.
+    const commitState = (status: number | undefined): void => {
+      if (prepared && !committing) committing = state.commit(prepared, path, status, after);
+    };
     const finish = (facts: {
       status?: number;
       firstByte?: number;
@@ -369,42 +355,30 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     }) => {
       const forwarded = forwardedBody ?? Buffer.concat(received);
       received.length = 0;
-      // The conversation learns of the request now (before the client can send its next one).
-      if (tracked && after && conversations.commit(tracked, path, facts.status)) {
-        fixStates.set(id, after.states);
-        forwardedPairs.set(id, after.pair);
-        stateFile?.schedule(snapshot);
-      }
+      // No answer came (or the client left first): the turn is committed now, as it is.
+      commitState(facts.status);
+      const end = clock.now();
       setImmediate(() => {
-        try {
-          if (!format && !forwarded.length) return;
-          const record = recorder.record({
-            id,
-            provider: format ? provider : 'unknown',
-            route: path,
-            method,
-            requestHeaders,
-            forwarded,
-            ...(clientBody ? { client: clientBody } : {}),
-            ...(prefix ? { prefix } : {}),
-            ...(tracked ? { tracked } : {}),
-            fixes: fixNotes,
-            start,
-            end: clock.now(),
-            ...facts,
-          });
-          // Its cause, in a later turn of the event loop: the analysis never holds up other exchanges.
-          if (format)
-            setImmediate(() => {
-              try {
-                live.add(record);
-              } catch (err) {
-                log(`live analysis of ${id} failed (traffic was not affected): ${String(err)}`);
-              }
-            });
-        } catch (err) {
-          log(`capture of ${id} failed (traffic was not affected): ${String(err)}`);
-        }
+        if (!format && !forwarded.length) return;
+        const exchange = {
+          id,
+          provider: format ? provider : ('unknown' as const),
+          route: path,
+          method,
+          requestHeaders,
+          forwarded,
+          ...(clientBody ? { client: clientBody } : {}),
+          ...(prefix ? { prefix } : {}),
+          ...(tracked ? { tracked } : {}),
+          fixes: fixNotes,
+          start,
+          end,
+          ...facts,
+        };
+        const done = afterResponse({ recorder, builder, state, log, live }, exchange, committing).finally(
+          () => recording.delete(done),
+        );
+        recording.add(done);
         memory.afterLargeBody(forwarded.length + (clientBody?.length ?? 0));
       });
     };
@@ -446,6 +420,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
       if (value === undefined || HOP_BY_HOP.has(name)) continue;
       responseHeaders[name] = value as string | string[];
     }
+    commitState(upstream.statusCode);
     res.writeHead(upstream.statusCode, responseHeaders);
     const header = (n: string) => {
       const v = upstream.headers[n];
@@ -470,6 +445,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
         if (clientGone) break;
       }
       if (!clientGone) {
+        commitState(upstream.statusCode);
+        if (committing) await withinBudget(committing, stateBudget);
         res.end();
         await ended(upstream.statusCode >= 400 ? 'error' : 'complete');
         return;
@@ -517,21 +494,27 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
   });
   const address = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
+  state.started(url);
   return {
     url,
     health,
     metrics: () => metrics.render(),
+    live,
     flush: async () => {
       await new Promise((r) => setImmediate(r));
+      await Promise.all([...recording]);
       await writer.flush();
+      await telemetry?.flush();
     },
     async close() {
+      memory.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await new Promise((r) => setImmediate(r));
-      memory.stop();
+      await Promise.all([...recording]);
       await writer.close();
-      await stateFile?.flush();
+      await state.close();
+      await telemetry?.shutdown();
       await agent.close();
     },
   };

@@ -117,6 +117,7 @@ export class ExchangeRecorder {
       if (summary.diagnostics !== undefined) record.diagnostics = summary.diagnostics;
       if (summary.error && !record.error) record.error = `${summary.error.type}: ${summary.error.message}`;
       if (!record.model && summary.model) record.model = summary.model;
+      if (summary.model) record.responseModel = summary.model;
     }
     if (f.response?.error && !record.error) record.error = f.response.error;
     this.o.metrics.record(f.provider, record.model ?? 'unknown', f.status, summary?.normalizedUsage);

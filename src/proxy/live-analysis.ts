@@ -70,7 +70,13 @@ export interface LiveAnalysisOptions {
   maxMinutes?: number;
 }
 
-export type LiveListener = (row: LiveRequest) => void;
+/** What the row was made from, for listeners that need more than the page shows (OTLP). */
+export interface LiveDetail {
+  record: CaptureRecord;
+  analyzed: AnalyzedRequest;
+}
+
+export type LiveListener = (row: LiveRequest, detail: LiveDetail) => void;
 
 export class LiveAnalysis {
   private readonly analyzer: Analyzer;
@@ -82,7 +88,8 @@ export class LiveAnalysis {
   private readonly max: { rows: number; sessions: number; minutes: number };
 
   constructor(options: LiveAnalysisOptions) {
-    this.analyzer = new Analyzer({ prices: options.prices, keepRequests: false });
+    // Rows and misses are handed on, not kept: memory stays bounded however long the proxy runs.
+    this.analyzer = new Analyzer({ prices: options.prices, keepRequests: false, keepMisses: false });
     this.max = {
       rows: options.maxRows ?? 500,
       sessions: options.maxSessions ?? 200,
@@ -119,7 +126,7 @@ export class LiveAnalysis {
       row.waste = a.miss.waste;
     }
     this.tally(row);
-    for (const l of this.listeners) l(row);
+    for (const l of this.listeners) l(row, { record, analyzed: a });
     return row;
   }
 

@@ -47,6 +47,10 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
       );
       io.out(`  ANTHROPIC_BASE_URL=${proxy.url}  OPENAI_BASE_URL=${proxy.url}/v1`);
       io.out(`  live page: ${proxy.url}/_cacheward/`);
+      if (h.state.kind === 'redis')
+        io.out(
+          `  state: ${h.state.url} (prefix ${h.state.prefix}, ${h.state.status}); instance ${h.state.instance}`,
+        );
       const reason = await waitForStop();
       await proxy.close();
       const after = proxy.health().capture;

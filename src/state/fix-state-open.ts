@@ -1,7 +1,7 @@
 // Opens the file that keeps fix state and conversations across restarts, or, when its folder cannot be made,
 // none: state then lives in memory only (said once, and on the health endpoint). It never stops the proxy.
 
-import { StateFile } from '../state/state-file.js';
+import { StateFile } from './state-file.js';
 
 /** What the health endpoint says about fix state. */
 export interface FixStateHealth {

@@ -1,0 +1,114 @@
+// The proxy's fix path for one request read whole: parse once, ask the state for its conversation and its
+// parent's fix state, run the fix stage. Fails open: unparseable or no state in time means the client's bytes.
+
+import type { FixNote } from '../capture/capture-record.js';
+import type { Fix } from '../fixes/fix.js';
+import { runFixStage } from '../fixes/fix-stage.js';
+import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+import type { RequestFixState } from '../state/fix-state-codec.js';
+import { type PreparedRequest, type ProxyState, unavailableNote } from '../state/proxy-state.js';
+import type { WireFormat } from '../wire/request-body.js';
+
+export interface FixRequestInput {
+  id: string;
+  original: Buffer;
+  format: WireFormat;
+  provider: 'anthropic' | 'openai';
+  route: string;
+  requestHeaders: Headers;
+  start: number;
+}
+
+/** What goes upstream, and what the commit and the capture need to know. */
+export interface FixedRequest {
+  forwarded: Buffer;
+  /** The client's bytes, when a fix changed them. */
+  client?: Buffer;
+  notes: FixNote[];
+  /** The forwarded body's prefix (absent when the body could not be parsed). */
+  prefix?: Prefix;
+  headerOverride?: Record<string, string>;
+  /** The state's answer, to commit once the upstream's status is known. */
+  prepared?: PreparedRequest;
+  after?: RequestFixState;
+}
+
+export async function fixRequest(
+  deps: { fixes: readonly Fix[]; builder: PrefixBuilder; state: ProxyState; log: (line: string) => void },
+  input: FixRequestInput,
+): Promise<FixedRequest> {
+  const { builder } = deps;
+  const { format } = input;
+  const original = input.original;
+  let clientPrefix: Prefix;
+  try {
+    clientPrefix = builder.parse(original, {
+      format,
+      headers: { 'anthropic-beta': input.requestHeaders.get('anthropic-beta') ?? undefined },
+    });
+  } catch (err) {
+    // The body is not a request the fixes can read: it goes out exactly as received.
+    return {
+      forwarded: original,
+      notes: [
+        {
+          fix: 'pipeline',
+          changed: false,
+          notes: ['skipped: the body could not be parsed'],
+          error: String(err),
+        },
+      ],
+    };
+  }
+  const ready = await deps.state.prepare(input.id, clientPrefix, input.requestHeaders, input.start);
+  if (!ready.ok) return { forwarded: original, prefix: clientPrefix, notes: [unavailableNote(ready)] };
+  try {
+    const res = ready.tracked.resolution;
+    const headersIn: Record<string, string> = {};
+    input.requestHeaders.forEach((v, k) => {
+      if (k === 'anthropic-beta') headersIn[k] = v;
+    });
+    const out = runFixStage({
+      fixes: deps.fixes,
+      body: original,
+      prefix: clientPrefix,
+      headers: headersIn,
+      states: ready.states,
+      context: {
+        provider: input.provider,
+        route: input.route,
+        now: input.start,
+        conversation: res.conversation,
+        relation: res.relation,
+        ...(ready.tracked.label ? { label: ready.tracked.label.key } : {}),
+      },
+      ...(ready.parentPair ? { parent: ready.parentPair } : {}),
+      reparse: (b, h) => builder.parse(b, { format, headers: { 'anthropic-beta': h['anthropic-beta'] } }),
+    });
+    for (const n of out.notes)
+      if (n.error) deps.log(`fix ${n.fix} failed; the original request went out: ${n.error}`);
+    const fixed: FixedRequest = {
+      forwarded: original,
+      notes: out.notes,
+      prefix: out.prefix,
+      prepared: ready,
+      after: { states: out.states, pair: { client: clientPrefix.blocks, forwarded: out.prefix.blocks } },
+    };
+    if (out.changed) {
+      fixed.client = original;
+      fixed.forwarded = out.body;
+      fixed.headerOverride = { ...out.headers, 'content-length': String(out.body.length) };
+    }
+    // Once the request is on its way upstream (the next turn of the event loop), the commit is built.
+    const after = fixed.after;
+    if (deps.state.stage) setImmediate(() => deps.state.stage?.(ready, after));
+    return fixed;
+  } catch (err) {
+    return {
+      forwarded: original,
+      notes: [
+        { fix: 'pipeline', changed: false, notes: ['skipped: the fix stage failed'], error: String(err) },
+      ],
+    };
+  }
+}

@@ -1,0 +1,118 @@
+// What the proxy asks of its state, wherever it lives: resolve a request and hand over its parent's fix
+// state, then commit the request once the upstream answered. Types only; it must never do I/O itself.
+
+import type { FixNote } from '../capture/capture-record.js';
+import type { HeaderLookup } from '../conversation/session-label.js';
+import type { ForwardedPair } from '../fixes/stability.js';
+import type { Prefix } from '../prefix/build-prefix.js';
+import type { ConversationTracker, TrackedRequest } from '../proxy/conversation-tracker.js';
+import type { RequestFixState } from './fix-state-codec.js';
+import type { FixStateHealth } from './fix-state-open.js';
+import type { FixStates } from './fix-state-store.js';
+
+/** A request resolved, with what its fixes start from. */
+export interface PreparedRequest {
+  ok: true;
+  tracked: TrackedRequest;
+  /** The state the parent request left (undefined: start fresh). */
+  states: FixStates | undefined;
+  /** The parent's client and forwarded prefixes, for the stability guard. */
+  parentPair: ForwardedPair | undefined;
+}
+
+/** The state could not be had in time: the client's bytes go out unchanged, no fix, and this says why. */
+export interface StateUnavailable {
+  ok: false;
+  reason: 'unavailable' | 'conflict';
+  detail: string;
+}
+
+export type PrepareResult = PreparedRequest | StateUnavailable;
+
+/** What became of a commit. */
+export interface StateCommit {
+  /**
+   * `committed`; `recomputed` (another instance changed the conversation first: this request was resolved
+   * again on the new state and committed so); `not-turn` (count_tokens, refused); `not-committed` (the
+   * state store failed or kept losing: the request's turn is not in the shared state).
+   */
+  outcome: 'committed' | 'recomputed' | 'not-turn' | 'not-committed';
+  /** For the capture record, when there is something to say. */
+  note?: FixNote;
+}
+
+/** What `/_cacheward/health` says about the state. */
+export interface StateHealth {
+  kind: 'memory' | 'redis';
+  /** Memory state: whether fix state is kept in files (and survives a restart), and why not. */
+  fixState?: FixStateHealth;
+  status: 'ok' | 'degraded';
+  /** Redis: its address (never credentials) and key prefix. */
+  url?: string;
+  prefix?: string;
+  budgetMs?: number;
+  /** Requests that went out unfixed because the state was not there in time, and why the last did. */
+  failedOpen: number;
+  lastFailure?: { at: string; reason: string };
+  /** Times the state became unreachable, and when it last came back. */
+  outages: number;
+  recoveredAt?: string;
+  /** Commit races lost and recomputed, and turns that could not be recorded. */
+  recomputed: number;
+  notCommitted: number;
+  /** Redis: the proxies sharing this state that were alive in the last few seconds. */
+  instances?: Array<{ id: string; url: string; pid: number; seenMsAgo: number }>;
+  /** This proxy's id among them. */
+  instance?: string;
+}
+
+/** The proxy's state: memory (and a state file) on one machine, Redis for a fleet. */
+export interface ProxyState {
+  readonly kind: 'memory' | 'redis';
+  /** The tracker the recorder resolves unfixed requests with (under Redis, a local fallback). */
+  readonly local: ConversationTracker;
+  /** Resolves a request before its fixes run. Never rejects: a failure is a {@link StateUnavailable}. */
+  prepare(id: string, prefix: Prefix, headers: HeaderLookup, time: number): Promise<PrepareResult>;
+  /** Records a prepared request once the upstream's status is known. Never rejects. */
+  commit(
+    prepared: PreparedRequest,
+    route: string,
+    status: number | undefined,
+    after: RequestFixState | undefined,
+  ): Promise<StateCommit>;
+  /** Optionally builds the commit ahead of time, while the upstream works (off the request path). */
+  stage?(prepared: PreparedRequest, after: RequestFixState | undefined): void;
+  /**
+   * Resolves and commits a request no fix looked at, after its response, so shared conversation ids agree
+   * across a fleet. Undefined when the recorder's local tracker should do it.
+   */
+  track?(
+    id: string,
+    prefix: Prefix,
+    headers: HeaderLookup,
+    time: number,
+    route: string,
+    status: number | undefined,
+  ): Promise<TrackedRequest | undefined>;
+  /** Tells the state this proxy's address (for the fleet's instance list). */
+  started(url: string): void;
+  health(): StateHealth;
+  /** Prometheus lines for the state's counters. */
+  metricsText(): string;
+  /** Saves what must survive and lets go of connections. */
+  close(): Promise<void>;
+}
+
+/** The note a capture record carries when the state was not there and the request went out unchanged. */
+export function unavailableNote(u: StateUnavailable): FixNote {
+  return {
+    fix: 'state',
+    changed: false,
+    notes: [
+      u.reason === 'conflict'
+        ? "skipped: the shared state kept changing while it was read; the client's bytes went out unchanged"
+        : "skipped: the shared state was not available in time; the client's bytes went out unchanged",
+    ],
+    error: u.detail,
+  };
+}

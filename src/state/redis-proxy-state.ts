@@ -1,0 +1,622 @@
+// The fleet's state on Redis: before a request's fixes run, one script loads what the resolver and the
+// commit will read into a ConversationView; the commit is a compare-and-swap on conversation versions.
+// It never holds a request longer than its budget and never alters one: late or down means fail open.
+
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Redis } from 'ioredis';
+import type { PassingEntry } from '../conversation/conversation-store.js';
+import { commitConversation, resolveConversation } from '../conversation/resolve-conversation.js';
+import type { HeaderLookup } from '../conversation/session-label.js';
+import { LruMap } from '../core/lru-map.js';
+import type { Prefix } from '../prefix/build-prefix.js';
+import {
+  ConversationTracker,
+  conversationRequest,
+  countsAsTurn,
+  type TrackedRequest,
+} from '../proxy/conversation-tracker.js';
+import {
+  ConversationView,
+  emptyLoadedState,
+  type LoadedState,
+  type MissingKeys,
+  mergeLoaded,
+  missingCount,
+  versionsDisagree,
+} from './conversation-view.js';
+import { decodeFixState, encodeFixState, partsOf, type RequestFixState } from './fix-state-codec.js';
+import type {
+  PreparedRequest,
+  PrepareResult,
+  ProxyState,
+  StateCommit,
+  StateHealth,
+  StateUnavailable,
+} from './proxy-state.js';
+import { COMMIT_SCRIPT, HEARTBEAT_SCRIPT, LOAD_SCRIPT } from './redis-scripts.js';
+import type { StateSpec } from './state-url.js';
+import { LATE, withinBudget } from './within-budget.js';
+
+export interface RedisProxyStateOptions {
+  spec: Extract<StateSpec, { kind: 'redis' }>;
+  /** Every key starts with it. Default `cacheward:`. */
+  prefix?: string;
+  /** The most a request waits for state before it goes out unfixed (ms). Default 50. */
+  budgetMs?: number;
+  /** How often this proxy says it is alive (ms). Default 1,000; an instance silent for 3× is gone. */
+  heartbeatMs?: number;
+  log?: (line: string) => void;
+}
+
+/** Keys live this long after their last write: the longest cache TTL they can matter for, and a margin. */
+export function stateTtlSeconds(prefix: Prefix): number {
+  const retention = prefix.body.fields.prompt_cache_retention;
+  return retention === '24h' ? 25 * 3600 : 75 * 60;
+}
+
+interface ScriptClient {
+  cwLoad(...args: string[]): Promise<string[]>;
+  cwCommit(...args: string[]): Promise<[number, string?]>;
+  cwHeartbeat(key: string, member: string, windowMs: string): Promise<[number, string[]]>;
+}
+
+interface LoadSpec {
+  walk?: string[];
+  label?: string;
+  wantFix?: boolean;
+  r?: string[];
+  c?: string[];
+  e?: string[];
+  p?: string[];
+  l?: string[];
+  f?: string[];
+  /** State parts the caller holds decoded (not sent again), and parts asked for by hash. */
+  have?: string[];
+  s?: string[];
+}
+
+/** A list as the scripts read it: its length, then its values. */
+const counted = (xs: readonly string[]): string[] => [String(xs.length), ...xs];
+
+function loadArgs(prefix: string, s: LoadSpec): string[] {
+  return [
+    prefix,
+    s.label ?? '',
+    s.wantFix ? '1' : '0',
+    ...counted(s.walk ?? []),
+    ...counted(s.r ?? []),
+    ...counted(s.c ?? []),
+    ...counted(s.e ?? []),
+    ...counted(s.p ?? []),
+    ...counted(s.l ?? []),
+    ...counted(s.f ?? []),
+    ...counted(s.have ?? []),
+    ...counted(s.s ?? []),
+  ];
+}
+
+/** Passing entries as the commit sends them: "transcript request cacheKey" lines (none holds a space). */
+const packPassing = (entries: ReadonlyArray<[string, PassingEntry]>) =>
+  entries.map(([t, e]) => `${t} ${e.request} ${e.cacheKey}`).join('\n');
+/** A stored entry: "request cacheKey unixSeconds". */
+function unpackPassing(text: string): PassingEntry {
+  const [request = '', cacheKey = ''] = text.split(' ');
+  return { request, cacheKey };
+}
+
+/** Fix documents by request and state parts by hash, as a load returned them ('' when absent). */
+interface FixLoad {
+  docs: Map<string, string>;
+  parts: Map<string, string>;
+}
+
+interface Loaded {
+  loaded: LoadedState;
+  fix: FixLoad;
+  resolution: TrackedRequest['resolution'];
+}
+
+interface Inner {
+  loaded: LoadedState;
+  ttl: number;
+  /** The parent's state parts by fix (a part that did not change is not sent again). */
+  parentParts: Map<string, string>;
+  /** The commit's arguments, built while the upstream works (see {@link RedisProxyState.stage}). */
+  staged?: { after: RequestFixState | undefined; args: string[] };
+}
+
+const CONFLICT = Symbol('conflict');
+
+export class RedisProxyState implements ProxyState {
+  readonly kind = 'redis' as const;
+  readonly local = new ConversationTracker();
+  private readonly redis: Redis;
+  private readonly scripts: ScriptClient;
+  private readonly prefix: string;
+  private readonly budgetMs: number;
+  private readonly heartbeatMs: number;
+  private readonly log: (line: string) => void;
+  private readonly instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  private readonly inner = new WeakMap<PreparedRequest, Inner>();
+  /** Fix states by content hash, decoded once (fixes never change the state they are given). */
+  private readonly parts = new LruMap<{ state: unknown }>(2_048);
+  /** Each label's latest state parts, which a load need not send again. */
+  private readonly labelParts = new LruMap<string[]>(10_000);
+  private heartbeat: NodeJS.Timeout | undefined;
+  private member: string | undefined;
+  private closing = false;
+  private instances: StateHealth['instances'] = [];
+  private failing: { at: number; reason: string } | undefined;
+  private lastFailure: { at: number; reason: string } | undefined;
+  private recoveredAt: number | undefined;
+  private readonly counts = {
+    prepared: 0,
+    failedOpen: 0,
+    committed: 0,
+    recomputed: 0,
+    notCommitted: 0,
+    outages: 0,
+  };
+
+  private constructor(private readonly options: RedisProxyStateOptions) {
+    this.prefix = options.prefix ?? 'cacheward:';
+    this.budgetMs = options.budgetMs ?? 50;
+    this.heartbeatMs = options.heartbeatMs ?? 1_000;
+    this.log = options.log ?? (() => {});
+    const s = options.spec;
+    this.redis = new Redis({
+      host: s.host,
+      port: s.port,
+      db: s.db,
+      ...(s.username ? { username: s.username } : {}),
+      ...(s.password ? { password: s.password } : {}),
+      ...(s.tls ? { tls: {} } : {}),
+      lazyConnect: true,
+      // A command while Redis is away fails at once (the request goes out unfixed), never queues.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: Math.max(1_000, this.budgetMs * 20),
+      connectTimeout: 1_000,
+      retryStrategy: (times) => Math.min(50 * times, 500),
+    });
+    this.redis.defineCommand('cwLoad', { numberOfKeys: 0, lua: LOAD_SCRIPT });
+    this.redis.defineCommand('cwCommit', { numberOfKeys: 0, lua: COMMIT_SCRIPT });
+    this.redis.defineCommand('cwHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT_SCRIPT });
+    this.scripts = this.redis as unknown as ScriptClient;
+    this.redis.on('error', (err: Error) => this.failed(`Redis at ${s.display}: ${err.message}`));
+    this.redis.on('close', () => {
+      if (!this.closing) this.failed(`Redis at ${s.display} closed the connection`);
+    });
+    this.redis.on('ready', () => this.succeeded());
+  }
+
+  /** Connects (waiting at most `waitMs`); a Redis that is not there yet leaves the proxy degraded, not stopped. */
+  static async connect(options: RedisProxyStateOptions, waitMs = 2_000): Promise<RedisProxyState> {
+    const state = new RedisProxyState(options);
+    const ready = state.redis.connect().then(
+      () => true,
+      (err: Error) => {
+        state.failed(`Redis at ${options.spec.display}: ${err.message}`);
+        return false;
+      },
+    );
+    // Scripts loaded before the first request, so it does not pay for sending and compiling them.
+    const warm = ready.then(async (up) => {
+      if (!up) return false;
+      await Promise.all(
+        [LOAD_SCRIPT, COMMIT_SCRIPT, HEARTBEAT_SCRIPT].map((lua) => state.redis.script('LOAD', lua)),
+      );
+      return true;
+    });
+    const r = await withinBudget(
+      warm.catch(() => false),
+      waitMs,
+    );
+    if (r !== true)
+      state.log(
+        `state: Redis at ${options.spec.display} is not answering; requests go out unfixed until it does`,
+      );
+    return state;
+  }
+
+  async prepare(id: string, prefix: Prefix, headers: HeaderLookup, time: number): Promise<PrepareResult> {
+    const { label, request } = conversationRequest(id, prefix, headers, time);
+    if (this.redis.status !== 'ready')
+      return this.failOpen('unavailable', `Redis at ${this.options.spec.display} is ${this.redis.status}`);
+    const work = this.resolveFresh(request, true).catch((err: Error) => err);
+    const out = await withinBudget(work, this.budgetMs);
+    if (out === LATE) return this.failOpen('unavailable', `no answer from Redis within ${this.budgetMs} ms`);
+    if (out === CONFLICT)
+      return this.failOpen('conflict', 'the conversation changed on every read (3 attempts)');
+    if (out instanceof Error) return this.failOpen('unavailable', `Redis: ${out.message}`);
+    this.succeeded();
+    const parent = out.resolution.parent;
+    let fix: RequestFixState | undefined;
+    const doc = parent ? out.fix.docs.get(parent) : undefined;
+    if (doc) {
+      try {
+        fix = decodeFixState(doc, (h) => this.part(h, out.fix));
+      } catch (err) {
+        return this.failOpen(
+          'unavailable',
+          `the fix state of ${parent} could not be read: ${(err as Error).message}`,
+        );
+      }
+    }
+    const prepared: PreparedRequest = {
+      ok: true,
+      tracked: { label, request, resolution: out.resolution, committed: false },
+      states: fix?.states,
+      parentPair: fix?.pair,
+    };
+    this.inner.set(prepared, {
+      loaded: out.loaded,
+      ttl: stateTtlSeconds(prefix),
+      parentParts: doc ? partsOf(doc) : new Map(),
+    });
+    this.counts.prepared++;
+    return prepared;
+  }
+
+  async commit(
+    p: PreparedRequest,
+    route: string,
+    status: number | undefined,
+    after: RequestFixState | undefined,
+  ): Promise<StateCommit> {
+    const inner = this.inner.get(p);
+    if (p.tracked.committed) return { outcome: 'committed' };
+    if (!countsAsTurn(route, status)) return { outcome: 'not-turn' };
+    p.tracked.committed = true;
+    if (!inner) return this.notCommitted('it was not prepared by this state');
+    const staged = inner.staged?.after === after ? inner.staged : undefined;
+    const fixArgs = staged ? undefined : this.fixArgs(p, inner, after);
+    let lostOn: string | undefined;
+    try {
+      for (let attempt = 0; attempt < 4; attempt++) {
+        const args =
+          attempt === 0 && staged
+            ? staged.args
+            : this.commitArgs(p, inner, fixArgs ?? this.fixArgs(p, inner, after));
+        const r = await this.scripts.cwCommit(...args);
+        this.succeeded();
+        if (r[0] === 1) {
+          if (lostOn === undefined) {
+            this.counts.committed++;
+            return { outcome: 'committed' };
+          }
+          this.counts.recomputed++;
+          const res = p.tracked.resolution;
+          return {
+            outcome: 'recomputed',
+            note: {
+              fix: 'state',
+              changed: false,
+              notes: [
+                `another proxy changed conversation ${lostOn} first; this request was resolved again on the new state (${res.relation} ${res.conversation}, turn ${res.turn}) and committed`,
+              ],
+            },
+          };
+        }
+        // Lost the race: resolve again on what is there now, and try to commit that.
+        lostOn = r[1] ?? '?';
+        const again = await this.resolveFresh(p.tracked.request, false);
+        if (again === CONFLICT) break;
+        inner.loaded = again.loaded;
+        p.tracked.resolution = again.resolution;
+      }
+      return this.notCommitted(`it lost the compare-and-swap on conversation ${lostOn} four times`);
+    } catch (err) {
+      this.failed(`Redis: ${(err as Error).message}`);
+      return this.notCommitted(`Redis failed: ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * Builds the commit (the view's writes, the fix document) ahead of time, while the upstream works on
+   * the request, so the commit itself is one round trip when the status arrives.
+   */
+  stage(p: PreparedRequest, after: RequestFixState | undefined): void {
+    const inner = this.inner.get(p);
+    if (!inner || p.tracked.committed || inner.staged) return;
+    inner.staged = { after, args: this.commitArgs(p, inner, this.fixArgs(p, inner, after)) };
+  }
+
+  /** The fix document and the parts to send (new) or keep alive (as the parent had them). */
+  private fixArgs(p: PreparedRequest, inner: Inner, after: RequestFixState | undefined): string[] {
+    if (!after) return ['', '0', '0'];
+    const { doc, parts } = encodeFixState(after);
+    const fresh: string[] = [];
+    const touch: string[] = [];
+    const kept = new Set(inner.parentParts.values());
+    const mine: string[] = [];
+    for (const [name, h] of partsOf(doc)) {
+      mine.push(h);
+      if (!this.parts.get(h)) this.parts.set(h, { state: after.states.get(name) });
+      if (kept.has(h)) touch.push(h);
+      else fresh.push(h, parts.get(h) as string);
+    }
+    const label = p.tracked.request.label;
+    if (label !== undefined) this.labelParts.set(label, mine);
+    return [doc, ...counted(fresh), ...counted(touch)];
+  }
+
+  /** One state part, decoded once: from the cache, else from what a load returned. */
+  private part(h: string, fix: FixLoad): unknown {
+    const cached = this.parts.get(h);
+    if (cached) return cached.state;
+    const raw = fix.parts.get(h);
+    if (!raw) return undefined;
+    const state: unknown = JSON.parse(raw);
+    this.parts.set(h, { state });
+    return state;
+  }
+
+  private commitArgs(p: PreparedRequest, inner: Inner, fixArgs: string[]): string[] {
+    const view = new ConversationView(inner.loaded);
+    commitConversation(view, p.tracked.request, p.tracked.resolution);
+    const w = view.writes();
+    const [doc = '', ...partLists] = fixArgs;
+    return [
+      this.prefix,
+      String(inner.ttl),
+      p.tracked.request.id,
+      doc,
+      packPassing(w.passing),
+      ...partLists,
+      ...counted(w.checks.flatMap(([c, v]) => [c, String(v)])),
+      ...counted(w.requests.flatMap((n) => [n.id, JSON.stringify(n)])),
+      ...counted(w.conversations.flatMap((c) => [c.id, JSON.stringify(c)])),
+      ...counted(w.endings.flat()),
+      ...counted(w.labels.flat()),
+    ];
+  }
+
+  async track(
+    id: string,
+    prefix: Prefix,
+    headers: HeaderLookup,
+    time: number,
+    route: string,
+    status: number | undefined,
+  ): Promise<TrackedRequest | undefined> {
+    if (this.redis.status !== 'ready') return undefined;
+    const { label, request } = conversationRequest(id, prefix, headers, time);
+    try {
+      const out = await this.resolveFresh(request, false);
+      if (out === CONFLICT) return undefined;
+      const tracked: TrackedRequest = { label, request, resolution: out.resolution, committed: false };
+      const prepared: PreparedRequest = { ok: true, tracked, states: undefined, parentPair: undefined };
+      this.inner.set(prepared, { loaded: out.loaded, ttl: stateTtlSeconds(prefix), parentParts: new Map() });
+      const c = await this.commit(prepared, route, status, undefined);
+      return c.outcome === 'not-committed' ? undefined : tracked;
+    } catch (err) {
+      this.failed(`Redis: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+
+  started(url: string): void {
+    if (this.heartbeat) return;
+    const member = JSON.stringify({ id: this.instanceId, url, pid: process.pid });
+    this.member = member;
+    const beat = () => {
+      if (this.redis.status !== 'ready') return;
+      this.scripts
+        .cwHeartbeat(`${this.prefix}instances`, member, String(this.heartbeatMs * 3))
+        .then(([now, list]) => {
+          const out: NonNullable<StateHealth['instances']> = [];
+          for (let i = 0; i + 1 < list.length; i += 2) {
+            try {
+              const m = JSON.parse(list[i] as string) as { id: string; url: string; pid: number };
+              out.push({ ...m, seenMsAgo: Math.max(0, now - Number(list[i + 1])) });
+            } catch {
+              // a member some other program wrote: not one of ours
+            }
+          }
+          this.instances = out;
+          this.succeeded();
+        })
+        .catch((err: Error) => this.failed(`Redis: ${err.message}`));
+    };
+    beat();
+    this.heartbeat = setInterval(beat, this.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  health(): StateHealth {
+    const down = this.redis.status !== 'ready' || this.failing !== undefined;
+    return {
+      kind: 'redis',
+      status: down ? 'degraded' : 'ok',
+      url: this.options.spec.display,
+      prefix: this.prefix,
+      budgetMs: this.budgetMs,
+      failedOpen: this.counts.failedOpen,
+      ...(this.lastFailure
+        ? {
+            lastFailure: { at: new Date(this.lastFailure.at).toISOString(), reason: this.lastFailure.reason },
+          }
+        : {}),
+      outages: this.counts.outages,
+      ...(this.recoveredAt ? { recoveredAt: new Date(this.recoveredAt).toISOString() } : {}),
+      recomputed: this.counts.recomputed,
+      notCommitted: this.counts.notCommitted,
+      instances: down ? [] : this.instances,
+      instance: this.instanceId,
+    };
+  }
+
+  metricsText(): string {
+    const c = this.counts;
+    return [
+      '# HELP cacheward_state_requests_total Requests that asked the shared state, by outcome.',
+      '# TYPE cacheward_state_requests_total counter',
+      `cacheward_state_requests_total{outcome="prepared"} ${c.prepared}`,
+      `cacheward_state_requests_total{outcome="failed_open"} ${c.failedOpen}`,
+      `cacheward_state_requests_total{outcome="committed"} ${c.committed}`,
+      `cacheward_state_requests_total{outcome="recomputed"} ${c.recomputed}`,
+      `cacheward_state_requests_total{outcome="not_committed"} ${c.notCommitted}`,
+      '# HELP cacheward_state_outages_total Times the shared state became unreachable.',
+      '# TYPE cacheward_state_outages_total counter',
+      `cacheward_state_outages_total ${c.outages}`,
+      '# HELP cacheward_state_up 1 when the shared state answers, 0 while requests go out unfixed.',
+      '# TYPE cacheward_state_up gauge',
+      `cacheward_state_up ${this.health().status === 'ok' ? 1 : 0}`,
+      '',
+    ].join('\n');
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.redis.status === 'ready') {
+      if (this.member) await this.redis.zrem(`${this.prefix}instances`, this.member).catch(() => {});
+      await this.redis.quit().catch(() => {});
+    }
+    this.redis.disconnect();
+  }
+
+  /**
+   * Loads what resolving `request` and committing it read, resolving on the view until nothing it read is
+   * missing. A conversation whose version moves between two loads means the state changed under the
+   * reads: start again (three times at most).
+   */
+  private async resolveFresh(
+    request: TrackedRequest['request'],
+    wantFix: boolean,
+  ): Promise<Loaded | typeof CONFLICT> {
+    const walk: string[] = [];
+    for (let i = request.ends.length - 1; i >= 0; i--)
+      walk.push((request.ends[i] as { transcript: string }).transcript);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const loaded = emptyLoadedState();
+      const fix: FixLoad = { docs: new Map(), parts: new Map() };
+      const have =
+        wantFix && request.label !== undefined
+          ? (this.labelParts.get(request.label) ?? []).filter((h) => this.parts.get(h))
+          : [];
+      this.absorb(
+        await this.scripts.cwLoad(
+          ...loadArgs(this.prefix, {
+            walk,
+            wantFix,
+            have,
+            ...(request.label !== undefined ? { label: request.label } : {}),
+          }),
+        ),
+        loaded,
+        fix,
+      );
+      let moved = false;
+      for (let round = 0; round < 8 && !moved; round++) {
+        const view = new ConversationView(loaded);
+        const resolution = resolveConversation(view, request);
+        const dry = new ConversationView(loaded);
+        commitConversation(dry, request, resolution);
+        const missing = unionMissing(view.missing, dry.missing);
+        const parent = resolution.parent;
+        const needFix = wantFix && parent !== undefined && !fix.docs.has(parent);
+        const doc = wantFix && parent !== undefined ? fix.docs.get(parent) : undefined;
+        const needParts = doc ? this.missingParts(doc, fix) : [];
+        if (missingCount(missing) === 0 && !needFix && needParts.length === 0)
+          return { loaded, fix, resolution };
+        const more = emptyLoadedState();
+        const spec: LoadSpec = {
+          r: [...missing.requests],
+          c: [...missing.conversations],
+          e: [...missing.endings],
+          p: [...missing.passing],
+          l: [...missing.labels],
+          ...(needFix && parent ? { f: [parent], have } : {}),
+          ...(needParts.length ? { s: needParts } : {}),
+        };
+        this.absorb(await this.scripts.cwLoad(...loadArgs(this.prefix, spec)), more, fix);
+        moved = versionsDisagree(loaded, more);
+        mergeLoaded(loaded, more);
+      }
+      if (!moved) throw new Error('the conversation state did not settle in 8 reads');
+    }
+    return CONFLICT;
+  }
+
+  /** The parts a fix document names that are neither decoded here nor in what was loaded. */
+  private missingParts(doc: string, fix: FixLoad): string[] {
+    try {
+      return [...partsOf(doc).values()].filter((h) => !this.parts.get(h) && !fix.parts.get(h));
+    } catch {
+      return []; // a bad document: decoding it says so, and the request goes out unfixed
+    }
+  }
+
+  private absorb(reply: string[], into: LoadedState, fix: FixLoad): void {
+    const j = JSON.parse(reply[0] ?? '{}') as {
+      r?: Record<string, string | false>;
+      c?: Record<string, string | false>;
+      v?: Record<string, number>;
+      e?: Record<string, string[] | Record<string, never>>;
+      p?: Record<string, string | false>;
+      l?: Record<string, string | false>;
+    };
+    for (const [k, v] of Object.entries(j.r ?? {})) into.requests.set(k, v === false ? null : JSON.parse(v));
+    for (const [k, v] of Object.entries(j.c ?? {}))
+      into.conversations.set(k, v === false ? null : JSON.parse(v));
+    for (const [k, v] of Object.entries(j.v ?? {})) into.versions.set(k, v);
+    for (const [k, v] of Object.entries(j.e ?? {})) into.endings.set(k, Array.isArray(v) ? v : []);
+    for (const [k, v] of Object.entries(j.p ?? {}))
+      into.passing.set(k, v === false ? null : unpackPassing(v));
+    for (const [k, v] of Object.entries(j.l ?? {})) into.labels.set(k, v === false ? null : v);
+    for (let i = 1; i + 2 < reply.length; i += 3) {
+      const [tag, key, value] = [reply[i], reply[i + 1] as string, reply[i + 2] as string];
+      if (tag === 'f') fix.docs.set(key, value);
+      else if (value) fix.parts.set(key, value);
+    }
+  }
+
+  private failOpen(reason: StateUnavailable['reason'], detail: string): StateUnavailable {
+    this.counts.failedOpen++;
+    if (reason === 'unavailable') this.failed(detail);
+    else this.lastFailure = { at: Date.now(), reason: detail };
+    return { ok: false, reason, detail };
+  }
+
+  private notCommitted(why: string): StateCommit {
+    this.counts.notCommitted++;
+    return {
+      outcome: 'not-committed',
+      note: {
+        fix: 'state',
+        changed: false,
+        notes: [`this turn is not in the shared state: ${why}`],
+      },
+    };
+  }
+
+  private failed(reason: string): void {
+    const now = Date.now();
+    this.lastFailure = { at: now, reason };
+    if (this.failing) return;
+    this.failing = { at: now, reason };
+    this.counts.outages++;
+    this.log(`state degraded (requests go out unfixed, nothing is lost): ${reason}`);
+  }
+
+  private succeeded(): void {
+    if (!this.failing || this.redis.status !== 'ready') return;
+    const since = this.failing.at;
+    this.failing = undefined;
+    this.recoveredAt = Date.now();
+    this.log(`state: Redis answers again after ${((this.recoveredAt - since) / 1000).toFixed(1)} s`);
+  }
+}
+
+function unionMissing(a: MissingKeys, b: MissingKeys): MissingKeys {
+  return {
+    requests: new Set([...a.requests, ...b.requests]),
+    conversations: new Set([...a.conversations, ...b.conversations]),
+    endings: new Set([...a.endings, ...b.endings]),
+    passing: new Set([...a.passing, ...b.passing]),
+    labels: new Set([...a.labels, ...b.labels]),
+  };
+}

@@ -1,0 +1,75 @@
+// The attributes of one analyzed request, as OpenTelemetry's GenAI semantic conventions name them, plus
+// cacheward's own (session, conversation, relation, miss cause, re-written tokens, waste, fixes). Pure
+// mapping from the analyzer's row and the capture record; it never computes a cause or reads a clock.
+
+import { describeMiss } from '../analyze/describe-miss.js';
+import type { LiveDetail } from '../proxy/live-analysis.js';
+
+export type AttributeValue = string | number | boolean | string[];
+export type Attributes = Record<string, AttributeValue>;
+
+/** Pseudo-fix names the pipeline uses for its own notes (not fixes a user turned on). */
+const NOT_FIXES = new Set(['pipeline', 'guard', 'state']);
+
+/** The span's name, kind-free: `{gen_ai.operation.name} {gen_ai.request.model}`. */
+export function spanName(e: LiveDetail): string {
+  return e.record.model ? `chat ${e.record.model}` : 'chat';
+}
+
+/** Whether a request is one the conventions describe (a chat call; count_tokens is not). */
+export function isChatCall(e: LiveDetail): boolean {
+  return !e.record.route.includes('count_tokens');
+}
+
+export function spanAttributes(e: LiveDetail): Attributes {
+  const { record: r, analyzed: a } = e;
+  const out: Attributes = {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': r.provider,
+    'cacheward.request.id': r.id,
+    'cacheward.outcome': r.outcome,
+    'url.path': r.route,
+  };
+  if (r.model) out['gen_ai.request.model'] = r.model;
+  if (r.responseModel) out['gen_ai.response.model'] = r.responseModel;
+  if (r.responseId) out['gen_ai.response.id'] = r.responseId;
+  if (r.stopReason) out['gen_ai.response.finish_reasons'] = [r.stopReason];
+  if (r.status !== undefined) out['http.response.status_code'] = r.status;
+  const u = a.usage;
+  if (u) {
+    out['gen_ai.usage.input_tokens'] = u.inputTotal;
+    out['gen_ai.usage.output_tokens'] = u.output;
+    if (u.cacheReported) {
+      out['gen_ai.usage.cache_read.input_tokens'] = u.cacheRead;
+      out['gen_ai.usage.cache_creation.input_tokens'] = u.cacheWrite;
+    }
+  }
+  // The session label the client sent (none: the conversation stands for it).
+  const labelled = !['conversation', 'lineage', 'none'].includes(r.session.source);
+  if (labelled) out['cacheward.session.label'] = r.session.key;
+  out['cacheward.session'] = a.session;
+  out['gen_ai.conversation.id'] = a.conversation;
+  out['cacheward.conversation.id'] = a.conversation;
+  out['cacheward.conversation.relation'] = a.relation;
+  out['cacheward.conversation.turn'] = a.turn;
+  if (a.fork) out['cacheward.conversation.fork_of'] = a.fork.parent;
+  if (a.concurrent) out['cacheward.concurrent'] = true;
+  out['cacheward.cache.miss'] = a.miss !== undefined;
+  if (a.miss) {
+    out['cacheward.miss.cause'] = a.miss.cause;
+    out['cacheward.miss.rewritten_tokens'] = a.miss.rewrittenTokens;
+    if (a.miss.waste !== null) out['cacheward.miss.waste_usd'] = a.miss.waste;
+    out['cacheward.miss.description'] = a.miss.sentence || describeMiss(a.miss);
+    if (a.miss.parentId) out['cacheward.miss.parent_request'] = a.miss.parentId;
+  }
+  if (a.expectedRead !== undefined) out['cacheward.cache.expected_read_tokens'] = a.expectedRead;
+  if (a.cost) out['cacheward.cost_usd'] = a.cost.total;
+  out['cacheward.fixes.applied'] = r.fixes
+    .filter((f) => f.changed && !NOT_FIXES.has(f.fix))
+    .map((f) => f.fix);
+  const failed = r.fixes.filter((f) => f.error).map((f) => f.fix);
+  if (failed.length) out['cacheward.fixes.failed'] = failed;
+  const state = r.fixes.find((f) => f.fix === 'state');
+  if (state) out['cacheward.state.note'] = state.notes.join('; ');
+  return out;
+}

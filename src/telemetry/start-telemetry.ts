@@ -1,0 +1,19 @@
+// Starts OTLP export when `--otlp` (or the library option) asks for it. The SDK is loaded only then, so
+// a proxy without telemetry never pays for it.
+
+import { type OtlpOptions, otlpOptions } from './otlp-config.js';
+import type { OtlpTelemetry } from './otlp-telemetry.js';
+
+export type { OtlpOptions } from './otlp-config.js';
+
+/** The running export, or undefined when none was asked for. Throws OtlpConfigError for a bad URL. */
+export async function startTelemetry(
+  option: string | OtlpOptions | undefined,
+  log: (line: string) => void,
+): Promise<OtlpTelemetry | undefined> {
+  const options = otlpOptions(option);
+  if (!options) return undefined;
+  const { OtlpTelemetry } = await import('./otlp-telemetry.js');
+  log(`exporting OTLP to ${options.tracesUrl} and ${options.metricsUrl}`);
+  return new OtlpTelemetry(options);
+}

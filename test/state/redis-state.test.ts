@@ -1,0 +1,291 @@
+// The Redis state against a real redis-server: it resolves every conversation shape exactly as the memory
+// state does, two instances racing on one conversation never tear it (the loser recomputes), a slow or
+// stopped Redis fails open within the budget and state resumes after, and every key expires.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PrefixBuilder } from '../../src/prefix/build-prefix.js';
+import type { FixStates } from '../../src/state/fix-state-store.js';
+import { MemoryProxyState } from '../../src/state/memory-proxy-state.js';
+import type { PreparedRequest, ProxyState } from '../../src/state/proxy-state.js';
+import { RedisProxyState } from '../../src/state/redis-proxy-state.js';
+import { parseStateSpec, StateConfigError } from '../../src/state/state-url.js';
+import { type RedisServer, startRedis } from './redis-server.js';
+
+type Msg = { role: string; content: string };
+const TOOLS = [
+  { name: 'read', description: 'Read a file', input_schema: { type: 'object', properties: {} } },
+  { name: 'bash', description: 'Run a command', input_schema: { type: 'object', properties: {} } },
+];
+const u = (content: string): Msg => ({ role: 'user', content });
+const a = (content: string): Msg => ({ role: 'assistant', content });
+
+interface Step {
+  messages: Msg[];
+  label?: string;
+  tools?: object[];
+  system?: string;
+  retention?: '24h';
+}
+
+/** Every shape the resolver knows, in one traffic: continues, sibling, forks, the main line returning, edits, retries, strangers. */
+function scenario(): Step[] {
+  const h = [u('fix the bug'), a('looking'), u('here is the file')];
+  return [
+    { messages: [u('fix the bug')], label: 's' },
+    { messages: h, label: 's' },
+    { messages: [u('search the repo for X')], label: 's', system: 'You are a search subagent.' },
+    { messages: [...h, a('tested'), u('review the change')], label: 's', tools: [TOOLS[0] as object] },
+    { messages: [...h, a('tested'), u('all green, ship it')], label: 's' },
+    { messages: [...h, a('tested'), u('all green, ship it'), a('shipped'), u('done?')], label: 's' },
+    { messages: [...h, a('tested'), u('all green, ship it'), a('shipped'), u('done?')], label: 's' },
+    { messages: [...h, a('tested'), u('review it again')], label: 's', tools: [TOOLS[0] as object] },
+    { messages: [...h, a('tested'), u('review as a stranger')], label: 'review-agent' },
+    { messages: [u('fix the bug'), a('looking'), u('here is the file, edited')], label: 's' },
+    { messages: [u('task A')] },
+    { messages: [u('task B')] },
+    { messages: [u('task A'), a('ok A'), u('more A')] },
+    { messages: [u('task B'), a('ok B'), u('more B')] },
+    { messages: [u('<date>monday</date> go'), a('ok'), u('next')], label: 'd' },
+    { messages: [u('<date>tuesday</date> go'), a('ok'), u('next'), a('done'), u('more')], label: 'd' },
+    { messages: [u('one'), a('two'), u('three')], label: 'r', retention: '24h' },
+    { messages: [u('one'), a('two'), u('three'), a('four'), u('five')], label: 'r', retention: '24h' },
+    {
+      messages: [u('one'), a('two'), u('three'), a('four'), u('five, better')],
+      label: 'r',
+      retention: '24h',
+    },
+  ];
+}
+
+const builder = new PrefixBuilder();
+function prefixOf(s: Step) {
+  const body = JSON.stringify({
+    model: 'claude-opus-5',
+    max_tokens: 100,
+    system: s.system ?? 'You are a coding agent.',
+    tools: s.tools ?? TOOLS,
+    messages: s.messages,
+    ...(s.retention ? { prompt_cache_retention: s.retention } : {}),
+  });
+  return builder.parse(body, { format: 'anthropic-messages' });
+}
+const headersOf = (s: Step) => (s.label ? { 'x-cacheward-session': s.label } : {});
+
+/** A fix state that records the chain of requests it came through: a lost or forked state shows at once. */
+function afterOf(p: PreparedRequest, prefix: ReturnType<typeof prefixOf>) {
+  const chain = [...((p.states?.get('chain') as string[] | undefined) ?? []), p.tracked.request.id];
+  const states: FixStates = new Map([['chain', chain]]);
+  return { states, pair: { client: prefix.blocks, forwarded: prefix.blocks } };
+}
+
+async function drive(state: ProxyState, steps: Step[], prefix = 'r') {
+  const out = [];
+  let i = 0;
+  for (const s of steps) {
+    const px = prefixOf(s);
+    const id = `${prefix}${++i}`;
+    const p = await state.prepare(id, px, headersOf(s), i * 1000);
+    if (!p.ok) throw new Error(`state unavailable at step ${i}: ${p.detail}`);
+    const c = await state.commit(p, '/v1/messages', 200, afterOf(p, px));
+    const r = p.tracked.resolution;
+    out.push({
+      relation: r.relation,
+      conversation: r.conversation,
+      parent: r.parent,
+      turn: r.turn,
+      duplicate: r.duplicate,
+      reclassified: r.reclassified,
+      chain: p.states?.get('chain'),
+      pairBlocks: p.parentPair?.forwarded.length,
+      commit: c.outcome,
+    });
+  }
+  return out;
+}
+
+let redis: RedisServer;
+const states: ProxyState[] = [];
+async function redisState(prefix: string, budgetMs = 50) {
+  const s = await RedisProxyState.connect({
+    spec: parseStateSpec(redis.url) as Extract<ReturnType<typeof parseStateSpec>, { kind: 'redis' }>,
+    prefix,
+    budgetMs,
+    heartbeatMs: 200,
+  });
+  states.push(s);
+  return s;
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  for (const s of states) await s.close();
+  await redis?.close();
+});
+
+describe('the Redis state', () => {
+  it('resolves every conversation shape exactly as the memory state does, and hands over the same fix state', async () => {
+    const memory = await drive(new MemoryProxyState(), scenario());
+    const shared = await drive(await redisState('parity:'), scenario());
+    expect(shared).toEqual(memory);
+    // The traffic held every relation, so the comparison covered them all.
+    expect(new Set(memory.map((m) => m.relation))).toEqual(new Set(['new', 'continues', 'sibling', 'fork']));
+    expect(memory.some((m) => m.reclassified.length > 0)).toBe(true);
+  });
+
+  it('lets any instance continue any conversation: three instances in turn give one instance’s answers', async () => {
+    const memory = await drive(new MemoryProxyState(), scenario());
+    const fleet = [await redisState('rr:'), await redisState('rr:'), await redisState('rr:')];
+    let n = 0;
+    const rr: ProxyState = {
+      ...fleet[0]!,
+      kind: 'redis',
+      local: fleet[0]!.local,
+      prepare: (...args) => (fleet[n % 3] as ProxyState).prepare(...args),
+      commit: (...args) => (fleet[n++ % 3] as ProxyState).commit(...args),
+      started: () => {},
+      health: () => fleet[0]!.health(),
+      metricsText: () => '',
+      close: async () => {},
+    };
+    expect(await drive(rr, scenario())).toEqual(memory);
+  });
+
+  it('gives every key an expiry after the longest cache TTL it can matter for', async () => {
+    const keys = redis.cli('--scan', '--pattern', 'parity:*').trim().split('\n').filter(Boolean);
+    expect(keys.length).toBeGreaterThan(30);
+    const ttls = keys.map((k) => Number(redis.cli('ttl', k).trim()));
+    expect(ttls.every((t) => t > 0)).toBe(true);
+    // 1 h + 15 min for 5-minute and 1-hour caches, 25 h for conversations on OpenAI 24h retention; the
+    // hourly buckets of passing entries an hour more.
+    expect(Math.max(...ttls)).toBeLessThanOrEqual(26 * 3600);
+    expect(Number(redis.cli('ttl', 'parity:pclasses').trim())).toBeLessThanOrEqual(26 * 3600);
+    const buckets = keys.filter((k) => k.startsWith('parity:pb:4500:'));
+    expect(buckets.length).toBeGreaterThan(0);
+    for (const b of buckets) expect(Number(redis.cli('ttl', b).trim())).toBeLessThanOrEqual(4500 + 3600);
+    expect(Number(redis.cli('ttl', 'parity:f:r1').trim())).toBeLessThanOrEqual(75 * 60);
+    expect(Number(redis.cli('ttl', 'parity:f:r1').trim())).toBeGreaterThan(70 * 60);
+    expect(Number(redis.cli('ttl', 'parity:f:r17').trim())).toBeGreaterThan(24 * 3600);
+  });
+
+  it('two instances continuing one conversation at once: one commits, the other recomputes, nothing torn', async () => {
+    const [x, y] = [await redisState('race:'), await redisState('race:')];
+    const h = [u('go'), a('ok'), u('next')];
+    const first = prefixOf({ messages: h, label: 'race' });
+    const p0 = await x.prepare('q1', first, { 'x-cacheward-session': 'race' }, 1000);
+    if (!p0.ok) throw new Error(p0.detail);
+    await x.commit(p0, '/v1/messages', 200, afterOf(p0, first));
+    // Both prepare the same next turn before either commits (a parallel duplicate on two instances).
+    const next = prefixOf({ messages: [...h, a('done'), u('more')], label: 'race' });
+    const [pa, pb] = await Promise.all([
+      x.prepare('q2', next, { 'x-cacheward-session': 'race' }, 2000),
+      y.prepare('q3', next, { 'x-cacheward-session': 'race' }, 2000),
+    ]);
+    if (!pa.ok || !pb.ok) throw new Error('unavailable');
+    expect(pa.tracked.resolution).toMatchObject({ parent: 'q1', relation: 'continues' });
+    expect(pb.tracked.resolution).toMatchObject({ parent: 'q1', relation: 'continues' });
+    const ca = await x.commit(pa, '/v1/messages', 200, afterOf(pa, next));
+    const cb = await y.commit(pb, '/v1/messages', 200, afterOf(pb, next));
+    expect(ca.outcome).toBe('committed');
+    expect(cb.outcome).toBe('recomputed');
+    expect(cb.note?.notes[0]).toMatch(/another proxy changed conversation c-q1 first/);
+    // Recomputed on the new state: the same history resent after q2 is q2's duplicate.
+    expect(pb.tracked.resolution).toMatchObject({ parent: 'q2', duplicate: true, conversation: 'c-q1' });
+    const conv = JSON.parse(redis.cli('get', 'race:c:c-q1'));
+    expect(conv.requests).toBe(3);
+    const q1 = JSON.parse(redis.cli('get', 'race:r:q1'));
+    expect(q1.children).toBe(1);
+    const q2 = JSON.parse(redis.cli('get', 'race:r:q2'));
+    expect(q2.children).toBe(1);
+    expect(conv.tip).toBe('q3');
+    expect(y.health().recomputed).toBe(1);
+  });
+
+  it('fails open within the budget while Redis is paused, says degraded, and resumes after', async () => {
+    const s = await redisState('slow:', 50);
+    const step = { messages: [u('slow one')], label: 'slow' };
+    const p1 = await s.prepare('s1', prefixOf(step), headersOf(step), 1000);
+    expect(p1.ok).toBe(true);
+    if (p1.ok) await s.commit(p1, '/v1/messages', 200, afterOf(p1, prefixOf(step)));
+    redis.cli('client', 'pause', '400', 'ALL');
+    const next = { messages: [u('slow one'), a('ok'), u('then')], label: 'slow' };
+    const t0 = performance.now();
+    const p2 = await s.prepare('s2', prefixOf(next), headersOf(next), 2000);
+    const waited = performance.now() - t0;
+    expect(p2.ok).toBe(false);
+    if (!p2.ok) expect(p2.detail).toMatch(/no answer from Redis within 50 ms/);
+    expect(waited).toBeLessThan(150);
+    expect(s.health()).toMatchObject({ status: 'degraded', failedOpen: 1, outages: 1 });
+    await new Promise((r) => setTimeout(r, 500));
+    const p3 = await s.prepare('s3', prefixOf(next), headersOf(next), 3000);
+    expect(p3.ok).toBe(true);
+    if (p3.ok) expect(p3.tracked.resolution).toMatchObject({ parent: 's1', relation: 'continues' });
+    expect(s.health().status).toBe('ok');
+    expect(s.health().recoveredAt).toBeDefined();
+  });
+
+  it('fails open at once while Redis is stopped, and continues the same conversations once it is back', async () => {
+    const s = await redisState('down:', 50);
+    const step = { messages: [u('survive a restart')], label: 'down' };
+    const p1 = await s.prepare('d1', prefixOf(step), headersOf(step), 1000);
+    if (!p1.ok) throw new Error(p1.detail);
+    await s.commit(p1, '/v1/messages', 200, afterOf(p1, prefixOf(step)));
+    await redis.stop();
+    const next = { messages: [u('survive a restart'), a('ok'), u('then')], label: 'down' };
+    const t0 = performance.now();
+    const p2 = await s.prepare('d2', prefixOf(next), headersOf(next), 2000);
+    expect(p2.ok).toBe(false);
+    expect(performance.now() - t0).toBeLessThan(60);
+    expect(s.health().status).toBe('degraded');
+    expect(s.health().lastFailure?.reason).toMatch(/Redis/);
+    await redis.start();
+    const deadline = Date.now() + 5000;
+    while (s.health().status !== 'ok' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const p3 = await s.prepare('d3', prefixOf(next), headersOf(next), 3000);
+    expect(p3.ok).toBe(true);
+    if (p3.ok) {
+      expect(p3.tracked.resolution).toMatchObject({ parent: 'd1', relation: 'continues', turn: 2 });
+      expect(p3.states?.get('chain')).toEqual(['d1']);
+    }
+  });
+
+  it('lists the instances sharing the state, and forgets one that stopped beating', async () => {
+    const s1 = await redisState('fleet:');
+    const s2 = await redisState('fleet:');
+    s1.started('http://127.0.0.1:1');
+    s2.started('http://127.0.0.1:2');
+    await new Promise((r) => setTimeout(r, 450));
+    expect(
+      s1
+        .health()
+        .instances?.map((i) => i.url)
+        .sort(),
+    ).toEqual(['http://127.0.0.1:1', 'http://127.0.0.1:2']);
+    await s2.close();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(s1.health().instances?.map((i) => i.url)).toEqual(['http://127.0.0.1:1']);
+  });
+});
+
+describe('--state', () => {
+  it('takes memory and redis URLs, and names what is wrong with anything else (never the password)', () => {
+    expect(parseStateSpec(undefined)).toEqual({ kind: 'memory' });
+    expect(parseStateSpec('redis://u:secret@10.0.0.5:6380/2')).toMatchObject({
+      kind: 'redis',
+      host: '10.0.0.5',
+      port: 6380,
+      db: 2,
+      password: 'secret',
+      display: 'redis://10.0.0.5:6380/2',
+    });
+    expect(() => parseStateSpec('postgres://x')).toThrow(StateConfigError);
+    expect(() => parseStateSpec('redis://h:1/99')).toThrow(/database "99" is not a number from 0 to 15/);
+    expect(() => parseStateSpec('redis')).toThrow(/use --state memory or --state redis:\/\/HOST:PORT/);
+    try {
+      parseStateSpec('redis://u:secret@h:1/x');
+    } catch (err) {
+      expect((err as Error).message).not.toContain('secret');
+    }
+  });
+});
