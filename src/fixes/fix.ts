@@ -63,9 +63,14 @@ export interface Fix<S = unknown> {
   apply(request: FixRequest, state: S, context: FixContext): FixResult<S>;
 }
 
-/** The fixes cacheward knows, by name. */
+/**
+ * The fixes cacheward knows, by name. `order` is the order they run in whatever order they are named
+ * (fixes it does not list run after, in the order named): a fix that reshapes the history runs before
+ * one that inserts messages into it, so the insertions stay where they belong.
+ */
 export class FixRegistry {
   private readonly fixes = new Map<string, Fix>();
+  constructor(private readonly order: readonly string[] = []) {}
 
   register(fix: Fix): this {
     this.fixes.set(fix.name, fix as Fix);
@@ -82,7 +87,12 @@ export class FixRegistry {
 
   /** The fixes for a list of names; throws naming any unknown one and the known ones. */
   resolve(names: readonly string[]): Fix[] {
-    return names.map((n) => {
+    const rank = (n: string) => {
+      const i = this.order.indexOf(n);
+      return i < 0 ? this.order.length : i;
+    };
+    const sorted = [...new Set(names)].sort((a, b) => rank(a) - rank(b));
+    return sorted.map((n) => {
       const fix = this.fixes.get(n);
       if (!fix) {
         const known = this.names();

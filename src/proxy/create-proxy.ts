@@ -204,9 +204,11 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     }
   }
   const registry = options.registry ?? fixRegistry(options.fixTtl ?? '1h');
-  const fixes = (options.fixes ?? []).map((f) =>
-    typeof f === 'string' ? (registry.resolve([f])[0] as Fix) : f,
-  );
+  // Named fixes run in the registry's order (whatever order they were named); fix objects after them.
+  const fixes = [
+    ...registry.resolve((options.fixes ?? []).filter((f): f is string => typeof f === 'string')),
+    ...(options.fixes ?? []).filter((f): f is Fix => typeof f !== 'string'),
+  ];
   const captureMode = options.capture ?? 'hashes';
   const writer = new CaptureWriter({
     dir: options.dir ?? defaultCaptureDir(),

@@ -133,7 +133,7 @@ describe('Codex with fixes on', () => {
       const records = await stack.records();
       expect(records).toHaveLength(2);
       expect(
-        records.every((r) => r.record.fixes.map((f) => f.fix).join() === 'tools-freeze,tools-sort'),
+        records.every((r) => r.record.fixes.map((f) => f.fix).join() === 'tools-sort,tools-freeze'),
       ).toBe(true);
       expect(run.simStats.openai.requests).toBe(2);
     },
