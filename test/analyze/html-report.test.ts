@@ -1,14 +1,12 @@
 import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { analyzePaths } from '../../src/analyze/analyze-paths.js';
 import { PriceTable } from '../../src/analyze/price-table.js';
 import { runBustSession } from '../../src/demo/bust-session.js';
 import { cli } from '../cli/run-cli.js';
-
-const CHROMIUM = '/usr/bin/chromium';
+import { CHROMIUM, launchChromium, watchedPage } from '../headless-chromium.js';
 
 describe('cacheward report --html', () => {
   it('writes one self-contained page that renders in headless Chromium without console errors', async () => {
@@ -21,29 +19,13 @@ describe('cacheward report --html', () => {
     const html = join(out, 'report.html');
     const r = await cli(['report', run.dir, '--html', html]);
     expect(r.code).toBe(0);
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--headless',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
-      ],
-    });
+    const browser = await launchChromium();
     try {
-      const page = await browser.newPage({ viewport: { width: 1400, height: 1200 } });
-      const errors: string[] = [];
-      const requests: string[] = [];
-      page.on('console', (m) => {
-        if (m.type() === 'error') errors.push(m.text());
-      });
-      page.on('pageerror', (e) => errors.push(String(e)));
-      page.on('request', (req) => {
-        if (!req.url().startsWith('file:')) requests.push(req.url());
-      });
+      const {
+        page,
+        errors,
+        foreign: requests,
+      } = await watchedPage(browser, { width: 1400, height: 1200 }, 'file:');
       await page.goto(`file://${html}`);
       expect(errors).toEqual([]);
       expect(requests).toEqual([]);
@@ -73,7 +55,7 @@ describe('cacheward report --html', () => {
     const html = join(mkdtempSync(join(tmpdir(), 'cacheward-html-out-')), 'report.html');
     expect((await cli(['report', run.dir, '--html', html])).code).toBe(0);
     const result = await analyzePaths([run.dir], { prices: new PriceTable() });
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--headless'] });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 760, height: 1000 } });
       await page.goto(`file://${html}`);

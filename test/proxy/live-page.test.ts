@@ -5,16 +5,15 @@ import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
-import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
 import { type LiveRequest, liveLogLine } from '../../src/proxy/live-analysis.js';
 import { createSimulator } from '../../src/sim/simulator.js';
+import { launchChromium, watchedPage } from '../headless-chromium.js';
 import { API_KEY } from './helpers.js';
 
 type Params = Anthropic.MessageCreateParamsNonStreaming;
-const CHROMIUM = '/usr/bin/chromium';
 
 describe('the live page', () => {
   it('shows each request as it finishes, and a miss with its cause, in headless Chromium', async () => {
@@ -27,27 +26,9 @@ describe('the live page', () => {
       log: () => {},
       onRequest: (r) => rows.push(r),
     });
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--headless',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--no-first-run',
-      ],
-    });
+    const browser = await launchChromium();
     try {
-      const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
-      const errors: string[] = [];
-      const foreign: string[] = [];
-      page.on('console', (m) => {
-        if (m.type() === 'error') errors.push(m.text());
-      });
-      page.on('pageerror', (e) => errors.push(String(e)));
-      page.on('request', (r) => {
-        if (!r.url().startsWith(proxy.url)) foreign.push(r.url());
-      });
+      const { page, errors, foreign } = await watchedPage(browser, { width: 1200, height: 900 }, proxy.url);
       await page.goto(`${proxy.url}/_cacheward/`);
       await page.locator('#state', { hasText: 'live' }).waitFor({ timeout: 10_000 });
 
