@@ -2,7 +2,7 @@
 // In `hashes` mode it holds no prompt text: identities, sizes, token estimates and small parameters only.
 
 import { hash } from 'node:crypto';
-import type { DeclaredChange } from '../fixes/fix.js';
+import type { FixNote } from '../fixes/fix.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
 import type { NormalizedUsage } from '../wire/usage.js';
@@ -51,16 +51,6 @@ export interface CapturedPrefix {
   folds?: { tools: string; system: string; messages: string };
 }
 
-/** A fix that ran on the request, with what it did (issue 6 fills these). */
-export interface FixNote {
-  fix: string;
-  changed: boolean;
-  notes: string[];
-  /** The changes the fix declared (which, what, where). */
-  changes?: DeclaredChange[];
-  error?: string;
-}
-
 /** Where the conversation model put the request when the proxy saw it (the client's own bytes). */
 export interface CapturedConversation {
   id: string;
@@ -68,6 +58,8 @@ export interface CapturedConversation {
   parent?: string;
   turn: number;
 }
+
+export type { FixNote } from '../fixes/fix.js';
 
 /** One exchange. Times are ms since the epoch on the proxy's clock. */
 export interface CaptureRecord {

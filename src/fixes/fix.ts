@@ -1,7 +1,6 @@
 // What a fix is, the registry of fixes by name, and the fail-open pipeline the proxy and the replay gate
 // share: a fix that throws means the original bytes go out, untouched, and the failure is recorded.
 
-import type { FixNote } from '../capture/capture-record.js';
 import type { Relation } from '../conversation/conversation-store.js';
 import { CachewardError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
@@ -109,6 +108,16 @@ export class UnknownFixError extends CachewardError {
   constructor(message: string) {
     super('CW_UNKNOWN_FIX', message);
   }
+}
+
+/** A fix that ran on the request, with what it did (the capture keeps it). */
+export interface FixNote {
+  fix: string;
+  changed: boolean;
+  notes: string[];
+  /** The changes the fix declared (which, what, where). */
+  changes?: DeclaredChange[];
+  error?: string;
 }
 
 /** The outcome of running the pipeline on one request. */

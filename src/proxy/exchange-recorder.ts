@@ -4,11 +4,11 @@
 
 import { type CaptureRecord, capturePrefix, type FixNote, keptHeaders } from '../capture/capture-record.js';
 import type { CaptureWriter } from '../capture/capture-writer.js';
+import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
+import { recordedConversation } from '../conversation/conversation-tracker.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { StreamSummary } from '../wire/sse-stream.js';
-import type { ConversationTracker, TrackedRequest } from './conversation-tracker.js';
-import { recordedConversation } from './conversation-tracker.js';
 import { LARGE_BODY_BYTES } from './memory-release.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 import { type ResponseFacts, ResponseTap } from './response-tap.js';

@@ -2,7 +2,7 @@
 // absolute-form target, or a request the HTTP client cannot send. Counted as refusals, never as upstream errors.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { errorBody } from '../sim/provider-errors.js';
+import { errorBody } from '../wire/provider-errors.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 import { drainRequest } from './request-drain.js';
 

@@ -9,13 +9,17 @@ import { openaiDefaultRetention } from '../cache/openai-rules.js';
 import { simulateRequests, type TimedRequest } from '../cache/simulate-requests.js';
 import { readCaptures } from '../capture/capture-reader.js';
 import { type CaptureRecord, capturePrefix } from '../capture/capture-record.js';
+import {
+  ConversationTracker,
+  countsAsTurn,
+  recordedConversation,
+} from '../conversation/conversation-tracker.js';
 import { LruMap } from '../core/lru-map.js';
 import { historyUnits, isObj, type Message } from '../fixes/anthropic-messages.js';
 import type { DeclaredChange, Fix } from '../fixes/fix.js';
 import { runFixStage } from '../fixes/fix-stage.js';
 import type { ForwardedPair } from '../fixes/stability.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
-import { ConversationTracker, countsAsTurn, recordedConversation } from '../proxy/conversation-tracker.js';
 import { FixStateStore } from '../state/fix-state-store.js';
 import { formatFromRoute } from '../wire/request-body.js';
 

@@ -1,8 +1,8 @@
 // The part of every simulated route that comes before the provider logic: size limit, API key, body,
 // faults that answer at once. Returns the request's facts, or the error Response to send instead.
 
+import { errorResponse, overloadedStatus, type Provider } from '../wire/provider-errors.js';
 import { chooseFaults, type Fault, FaultSpecError } from './faults.js';
-import { errorResponse, overloadedStatus, type Provider } from './provider-errors.js';
 import type { SimContext } from './sim-context.js';
 import type { StreamContext } from './sse-body.js';
 

@@ -9,8 +9,8 @@ import { EntryStore } from '../cache/entry-store.js';
 import { OpenAICache, OpenAIDiagnosticsStore } from '../cache/openai-cache.js';
 import type { AdvanceableClock } from '../core/clock.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
+import type { Provider } from '../wire/provider-errors.js';
 import type { FaultRate } from './faults.js';
-import type { Provider } from './provider-errors.js';
 import type { ReplyScript } from './reply-script.js';
 import { ResponseStore } from './response-store.js';
 

@@ -1,9 +1,9 @@
 // The single-machine state: the conversation index and fix state in bounded memory, saved to one state
 // file (coalesced, atomic) so a restart continues every conversation. It never needs a network.
 
+import { ConversationTracker, countsAsTurn } from '../conversation/conversation-tracker.js';
 import { LruMap } from '../core/lru-map.js';
 import type { ForwardedPair } from '../fixes/stability.js';
-import { ConversationTracker, countsAsTurn } from '../proxy/conversation-tracker.js';
 import type { RequestFixState } from './fix-state-codec.js';
 import { type FixStateHealth, openStateFile } from './fix-state-open.js';
 import { FixStateStore } from './fix-state-store.js';

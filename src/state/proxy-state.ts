@@ -2,10 +2,10 @@
 // state, then commit the request once the upstream answered. Types only; it must never do I/O itself.
 
 import type { FixNote } from '../capture/capture-record.js';
+import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
 import type { HeaderLookup } from '../conversation/session-label.js';
 import type { ForwardedPair } from '../fixes/stability.js';
 import type { Prefix } from '../prefix/build-prefix.js';
-import type { ConversationTracker, TrackedRequest } from '../proxy/conversation-tracker.js';
 import type { RequestFixState } from './fix-state-codec.js';
 import type { FixStateHealth } from './fix-state-open.js';
 import type { FixStates } from './fix-state-store.js';

@@ -6,16 +6,16 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import type { PassingEntry } from '../conversation/conversation-store.js';
-import { commitConversation, resolveConversation } from '../conversation/resolve-conversation.js';
-import type { HeaderLookup } from '../conversation/session-label.js';
-import { LruMap } from '../core/lru-map.js';
-import type { Prefix } from '../prefix/build-prefix.js';
 import {
   ConversationTracker,
   conversationRequest,
   countsAsTurn,
   type TrackedRequest,
-} from '../proxy/conversation-tracker.js';
+} from '../conversation/conversation-tracker.js';
+import { commitConversation, resolveConversation } from '../conversation/resolve-conversation.js';
+import type { HeaderLookup } from '../conversation/session-label.js';
+import { LruMap } from '../core/lru-map.js';
+import type { Prefix } from '../prefix/build-prefix.js';
 import {
   ConversationView,
   emptyLoadedState,

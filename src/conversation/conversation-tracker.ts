@@ -2,16 +2,16 @@
 // and body, ends from its prefix) and commits it only when the upstream accepted it. Holds no other state.
 
 import type { CapturedConversation } from '../capture/capture-record.js';
-import { type ConversationSnapshot, MemoryConversationStore } from '../conversation/conversation-store.js';
+import type { Prefix } from '../prefix/build-prefix.js';
+import { messageEnds } from '../prefix/message-ends.js';
+import { type ConversationSnapshot, MemoryConversationStore } from './conversation-store.js';
 import {
   type ConversationRequest,
   commitConversation,
   type Resolution,
   resolveConversation,
-} from '../conversation/resolve-conversation.js';
-import { type HeaderLookup, type SessionLabel, sessionLabel } from '../conversation/session-label.js';
-import type { Prefix } from '../prefix/build-prefix.js';
-import { messageEnds } from '../prefix/message-ends.js';
+} from './resolve-conversation.js';
+import { type HeaderLookup, type SessionLabel, sessionLabel } from './session-label.js';
 
 /** One resolved request, waiting for its answer. */
 export interface TrackedRequest {
