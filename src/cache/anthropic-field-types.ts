@@ -1,10 +1,8 @@
 // The Anthropic request fields' types, checked as the API's validator reports them (`path: message`), before
 // any caching rule runs. Pure: a parsed body in, the first violation out; it never changes the body.
 
+import { isObj, type Json } from '../core/json.js';
 import type { RuleViolation } from './anthropic-rules.js';
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const bad = (message: string): RuleViolation => ({ status: 400, type: 'invalid_request_error', message });
 

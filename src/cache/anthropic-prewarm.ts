@@ -1,10 +1,9 @@
 // `max_tokens: 0` pre-warms the cache (create.md; prompt-caching.md, "Pre-warming the cache"): the prompt is
 // read and written at its breakpoints, nothing is generated. Pure: the rules and the reply, no I/O.
 
+import { isObj, type Json } from '../core/json.js';
 import type { RuleViolation } from './anthropic-rules.js';
 
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 const bad = (message: string): RuleViolation => ({ status: 400, type: 'invalid_request_error', message });
 
 /** Whether a (valid) request is a pre-warm: `max_tokens: 0`. */

@@ -1,6 +1,7 @@
 // The Anthropic request rules that end in a 400 (SPEC-caching.md): required fields, breakpoints, TTL order,
 // mid-conversation system messages, tool changes, tool_use/tool_result pairing. Pure: a body in, a verdict out.
 
+import { isObj, type Json } from '../core/json.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { checkAnthropicFieldTypes } from './anthropic-field-types.js';
 import { anthropicModelFacts } from './anthropic-models.js';
@@ -16,10 +17,6 @@ export interface RuleViolation {
 
 export const MID_CONVERSATION_TOOL_CHANGES_BETA = 'mid-conversation-tool-changes-2026-07-01';
 const MAX_BREAKPOINTS = 4;
-
-type Json = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** A breakpoint as the cache model sees it: the block it marks and its TTL in ms. */
 export interface Breakpoint {

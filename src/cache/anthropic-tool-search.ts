@@ -1,10 +1,9 @@
 // The tool search tool's documented 400s (tool-search-tool.md, "Error handling"): every tool deferred, a
 // `tool_reference` naming no declared tool, a `tool_result` answering a server tool's `srvtoolu_` id. Pure.
 
+import { isObj, type Json } from '../core/json.js';
 import type { RuleViolation } from './anthropic-rules.js';
 
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 const bad = (message: string): RuleViolation => ({ status: 400, type: 'invalid_request_error', message });
 const blocksOf = (msg: Json): Json[] =>
   Array.isArray(msg.content) ? (msg.content.filter(isObj) as Json[]) : [];

@@ -1,8 +1,7 @@
 // The OpenAI request fields' types (Chat Completions and Responses), reported as the API words them:
 // "Invalid type for 'stream': expected a boolean, but got a string instead." Pure; never changes the body.
 
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
+import { isObj, type Json } from '../core/json.js';
 
 /** A field the API would refuse: its message and the `param` it names. */
 export interface OpenAIFieldViolation {

@@ -1,7 +1,7 @@
 // Generates realistic, deterministic agent traffic (tools, a long system prompt, tool loops) for the
 // demo, tests and benchmarks. Seeded: the same options always give the same bytes. No I/O.
 
-type Json = Record<string, unknown>;
+import type { Json } from '../core/json.js';
 
 /** A small seeded PRNG (mulberry32), so generated traffic is reproducible byte for byte. */
 export function seededRandom(seed: number): () => number {

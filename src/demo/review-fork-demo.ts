@@ -3,11 +3,10 @@
 
 import { PriceTable } from '../analyze/price-table.js';
 import { VirtualClock } from '../core/clock.js';
+import type { Json } from '../core/json.js';
 import { forkRequest } from '../fork/fork-request.js';
 import { createSimulator } from '../sim/simulator.js';
 import { agentConversation, anthropicTool } from './agent-conversation.js';
-
-type Json = Record<string, unknown>;
 
 export interface ForkComparisonRow {
   label: string;

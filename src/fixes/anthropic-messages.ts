@@ -3,14 +3,15 @@
 // It never parses bytes itself and never defines an identity: those come from prefix/.
 
 import { CachewardError } from '../core/errors.js';
+import { isObj, type Json } from '../core/json.js';
+
+export { isObj, type Json } from '../core/json.js';
+
 import type { Prefix } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
 import type { FixRequest } from './fix.js';
 
-export type Json = Record<string, unknown>;
 export type Message = { role: string; content: string | Json[]; [k: string]: unknown };
-
-export const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The request's parsed body, as the prefix model read it. Shared: a fix copies what it changes. */
 export function bodyOf(req: Pick<FixRequest, 'prefix'>): Readonly<Json> {

@@ -2,13 +2,11 @@
 // parent's cache: everything that shapes the prefix kept, the parent's reply and the instruction appended.
 
 import { CachewardError } from '../core/errors.js';
+import { isObj, type Json } from '../core/json.js';
 import { parsePrefix } from '../prefix/build-prefix.js';
 import { comparePrefixes, type Divergence } from '../prefix/first-divergence.js';
 import { stableJson } from '../prefix/stable-json.js';
 import { parseRequestBody, type WireFormat } from '../wire/request-body.js';
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
  * The parent as it was sent. `B` is the body's own type (the SDK's params type, say), so the fork's body

@@ -5,6 +5,7 @@ import { CACHE_DIAGNOSIS_BETA } from '../cache/anthropic-diagnostics.js';
 import { isPrewarm } from '../cache/anthropic-prewarm.js';
 import { checkAnthropicRequest, type RuleViolation } from '../cache/anthropic-rules.js';
 import { CachewardError, WireFormatError } from '../core/errors.js';
+import { isObj, type Json } from '../core/json.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { errorBody, errorResponse, requestIdHeader } from '../wire/provider-errors.js';
 import { type Incoming, readIncoming, stallOf, streamContext } from './incoming.js';
@@ -12,9 +13,6 @@ import { pickTurn, type ScriptedTurn, unplayableOn } from './reply-script.js';
 import { conversationText } from './script-match.js';
 import { chunkText, type SimContext } from './sim-context.js';
 import { type SseEvent, streamedResponse } from './sse-body.js';
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 export async function anthropicRoute(
   ctx: SimContext,

@@ -1,13 +1,12 @@
 // Reasoning items in simulated Responses output: their reasoning tokens, and `encrypted_content` when the
 // request asked for it with `include: ["reasoning.encrypted_content"]`. Edits only the items it is given.
 
+import type { Json } from '../core/json.js';
 import {
   ENCRYPTED_REASONING_INCLUDE,
   encodeReasoning,
   reasoningTokens,
 } from '../prefix/encrypted-reasoning.js';
-
-type Json = Record<string, unknown>;
 
 /**
  * Adds `encrypted_content` to the reasoning items of `output` when `include` asks for it, and returns the

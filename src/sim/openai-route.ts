@@ -5,6 +5,7 @@ import type { OpenAICacheResult } from '../cache/openai-cache.js';
 import { checkOpenAIFieldTypes } from '../cache/openai-field-types.js';
 import { openaiHasDiagnostics, resolveOpenAIRetention } from '../cache/openai-rules.js';
 import { CachewardError, WireFormatError } from '../core/errors.js';
+import { isObj, type Json } from '../core/json.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { errorBody, errorResponse, requestIdHeader } from '../wire/provider-errors.js';
 import { addEncryptedReasoning } from './encrypted-reasoning.js';
@@ -15,9 +16,6 @@ import { isToolCallItem, toolCallEvents, toolCallItem } from './responses-tool-c
 import { conversationText } from './script-match.js';
 import { chunkText, type SimContext } from './sim-context.js';
 import { type SseEvent, streamedResponse } from './sse-body.js';
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 type Kind = 'chat' | 'responses';
 

@@ -2,6 +2,7 @@
 // thinking, stop reason, delay or an error). Stateless: the turn is counted from the request itself.
 
 import { CachewardError } from '../core/errors.js';
+import { isObj } from '../core/json.js';
 
 /**
  * One scripted tool call. `type` `function` (the default) is a JSON tool call on every API; `custom` (a
@@ -52,9 +53,6 @@ export class ReplyScriptError extends CachewardError {
     super('CW_SIM_SCRIPT', message);
   }
 }
-
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Checks a parsed script; `source` names it in errors. */
 export function parseReplyScript(value: unknown, source: string): ReplyScript {

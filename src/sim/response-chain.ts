@@ -1,12 +1,11 @@
 // The simulator's side of `previous_response_id` and `store`: a chained request is made whole (the stored
 // context, then its own input) before it is cached and counted, and a stored response is remembered.
 
+import type { Json } from '../core/json.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { chainedBody } from '../prefix/chained-prefix.js';
 import type { Incoming } from './incoming.js';
 import type { SimContext } from './sim-context.js';
-
-type Json = Record<string, unknown>;
 
 /** The 400 for an id that cannot be resolved (error-codes.md: `previous_response_not_found`). */
 export interface ChainError {

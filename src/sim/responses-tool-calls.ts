@@ -2,12 +2,11 @@
 // `custom_tool_call` (freeform input) and client-executed `tool_search_call`, whole and as SSE events.
 // Shapes follow the openai SDK's Response types; it never invents fields the API does not send.
 
+import type { Json } from '../core/json.js';
 import type { ScriptedToolCall } from './reply-script.js';
 import type { SimContext } from './sim-context.js';
 import { chunkText } from './sim-context.js';
 import type { SseEvent } from './sse-body.js';
-
-type Json = Record<string, unknown>;
 
 /** The output item a scripted call becomes. */
 export function toolCallItem(ctx: SimContext, call: ScriptedToolCall): Json {

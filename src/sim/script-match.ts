@@ -1,10 +1,8 @@
 // The texts of a request's conversation that a reply script's `match` looks in: the first user message,
 // the latest user message, every message. Reads the parsed body only; never changes it.
 
+import { isObj, type Json } from '../core/json.js';
 import type { ConversationText } from './reply-script.js';
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Which API's body this is. */
 export type BodyKind = 'anthropic' | 'chat' | 'responses';

@@ -3,10 +3,9 @@
 
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { StreamFormatError } from '../core/errors.js';
+import type { Json } from '../core/json.js';
 import type { WireFormat } from './request-body.js';
 import { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from './usage.js';
-
-type Json = Record<string, unknown>;
 
 /** One event as read: its SSE `event:` name (if any) and parsed `data`. `[DONE]` has `data: null`. */
 export interface StreamEvent {

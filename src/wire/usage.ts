@@ -1,6 +1,7 @@
 // Normalizes the usage objects of both providers into one shape, keeping the identities of SPEC-caching.md.
 // Never invents numbers: a usage without cache fields is "not reported", not zero.
 
+import type { Json } from '../core/json.js';
 /** Provider usage in one shape. `cacheReported` is false when the provider said nothing about caching. */
 export interface NormalizedUsage {
   /** All input tokens, cached or not. */
@@ -16,8 +17,6 @@ export interface NormalizedUsage {
   output: number;
   cacheReported: boolean;
 }
-
-type Json = Record<string, unknown>;
 
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 const obj = (v: unknown): Json | undefined =>
