@@ -11,7 +11,6 @@ export {
   type MissDetail,
   type SessionSummary,
 } from './analyze/analyze-captures.js';
-export { type AnalyzePathsOptions, analyzePaths } from './analyze/analyze-paths.js';
 export { type CauseDecision, type CauseInput, decideCause } from './analyze/cause-table.js';
 export { costOf, type RequestCost, wasteOf } from './analyze/cost.js';
 export { describeMiss } from './analyze/describe-miss.js';
@@ -123,6 +122,7 @@ export {
   type TokenEstimator,
 } from './prefix/token-estimate.js';
 export type { CacheMarker } from './prefix/unit-info.js';
+export { type AnalyzePathsOptions, analyzePaths } from './report/analyze-paths.js';
 export { renderHtmlReport } from './report/html-report.js';
 export { loadPriceFile } from './report/price-file.js';
 export { renderTerminalReport } from './report/terminal-report.js';

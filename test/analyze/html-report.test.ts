@@ -2,9 +2,9 @@ import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { analyzePaths } from '../../src/analyze/analyze-paths.js';
 import { PriceTable } from '../../src/analyze/price-table.js';
 import { runBustSession } from '../../src/demo/bust-session.js';
+import { analyzePaths } from '../../src/report/analyze-paths.js';
 import { cli } from '../cli/run-cli.js';
 import { CHROMIUM, launchChromium, watchedPage } from '../headless-chromium.js';
 

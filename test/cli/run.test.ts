@@ -3,10 +3,10 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { analyzePaths } from '../../src/analyze/analyze-paths.js';
 import { PriceTable } from '../../src/analyze/price-table.js';
 import { readCaptures } from '../../src/capture/capture-reader.js';
 import { agentArgs, agentEnv, SIM_ANTHROPIC_KEY, SIM_OPENAI_KEY } from '../../src/cli/commands/run.js';
+import { analyzePaths } from '../../src/report/analyze-paths.js';
 import { missLine } from '../../src/report/miss-line.js';
 import { cli } from './run-cli.js';
 

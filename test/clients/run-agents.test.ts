@@ -6,8 +6,8 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { analyzePaths } from '../../src/analyze/analyze-paths.js';
 import { PriceTable } from '../../src/analyze/price-table.js';
+import { analyzePaths } from '../../src/report/analyze-paths.js';
 import { claudeCommand, codexCommand } from './agent-harness.js';
 
 const CLI = join(import.meta.dirname, '../../dist/cli/bin.js');

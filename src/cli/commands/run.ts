@@ -3,9 +3,9 @@
 
 import { basename } from 'node:path';
 import type { Command } from 'commander';
-import { analyzePaths } from '../../analyze/analyze-paths.js';
 import { PriceTable } from '../../analyze/price-table.js';
 import type { RunningProxy } from '../../proxy/create-proxy.js';
+import { analyzePaths } from '../../report/analyze-paths.js';
 import { loadPriceFile } from '../../report/price-file.js';
 import { createSimulator, type Simulator } from '../../sim/simulator.js';
 import { type CliIO, styles } from '../io.js';

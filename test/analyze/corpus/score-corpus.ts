@@ -3,9 +3,9 @@
 
 import { existsSync } from 'node:fs';
 import type { AnalyzedRequest } from '../../../src/analyze/analyze-captures.js';
-import { analyzePaths } from '../../../src/analyze/analyze-paths.js';
 import { PriceTable } from '../../../src/analyze/price-table.js';
 import { readCaptures } from '../../../src/capture/capture-reader.js';
+import { analyzePaths } from '../../../src/report/analyze-paths.js';
 import type { CorpusRun, SentRequest } from './send-corpus.js';
 
 /** One request: what it should have been called and what the report called it. */

@@ -2,11 +2,11 @@
 // and progress, fills in the sentences. Several folders (a fleet's proxies) are merged by time into one
 // traffic, each record counted once. The shell for `report` and `whatif`; the analysis itself is pure.
 
+import { type AnalysisResult, type AnalyzeOptions, analyzeRecords } from '../analyze/analyze-captures.js';
+import { describeMiss } from '../analyze/describe-miss.js';
 import type { ReadRecord } from '../capture/capture-reader.js';
 import type { CaptureRecord } from '../capture/capture-record.js';
 import { mergeCaptures } from '../capture/merge-captures.js';
-import { type AnalysisResult, type AnalyzeOptions, analyzeRecords } from './analyze-captures.js';
-import { describeMiss } from './describe-miss.js';
 
 export interface AnalyzePathsOptions extends AnalyzeOptions {
   onWarning?: (message: string) => void;
