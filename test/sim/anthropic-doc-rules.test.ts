@@ -399,9 +399,9 @@ describe('cache diagnostics scope (cache-diagnostics.md)', () => {
   // Typically the previous request did not carry the beta header, it came from a different workspace, or
   // too much time has passed since it was sent."
   it('does not find a previous message from another workspace (API key)', async () => {
-    const id = await firstId('sk-ant-workspace-a');
-    expect(await diag(ask(base, id), beta, 'sk-ant-workspace-a')).toBeNull();
-    expect(await diag(ask(base, id), beta, 'sk-ant-workspace-b')).toEqual({
+    const id = await firstId('cacheward-test-workspace-a');
+    expect(await diag(ask(base, id), beta, 'cacheward-test-workspace-a')).toBeNull();
+    expect(await diag(ask(base, id), beta, 'cacheward-test-workspace-b')).toEqual({
       cache_miss_reason: { type: 'previous_message_not_found' },
     });
   });

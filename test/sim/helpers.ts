@@ -28,7 +28,7 @@ export async function startSim(options: SimulatorOptions = {}): Promise<SimHarne
     sim,
     clock,
     url,
-    anthropic: (apiKey = 'sk-ant-test-key') => new Anthropic({ apiKey, baseURL: url, maxRetries: 0 }),
+    anthropic: (apiKey = 'cacheward-test-key') => new Anthropic({ apiKey, baseURL: url, maxRetries: 0 }),
     openai: (apiKey = 'sk-test-key') => new OpenAI({ apiKey, baseURL: `${url}/v1`, maxRetries: 0 }),
   };
 }

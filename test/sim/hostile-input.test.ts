@@ -23,7 +23,7 @@ async function post(route: Route, body: string | Buffer): Promise<{ status: numb
   const { path, provider } = ROUTES[route];
   const headers: Record<string, string> =
     provider === 'anthropic'
-      ? { 'x-api-key': 'sk-ant-test-key', 'anthropic-version': '2023-06-01' }
+      ? { 'x-api-key': 'cacheward-test-key', 'anthropic-version': '2023-06-01' }
       : { authorization: 'Bearer sk-test-key' };
   const res = await fetch(`${h.url}${path}`, {
     method: 'POST',

@@ -24,7 +24,7 @@ interface RunOptions extends ProxyCliOptions {
 }
 
 /** Keys the child gets under --sim when it has none: obviously not real, accepted by the simulator. */
-export const SIM_ANTHROPIC_KEY = 'sk-ant-cacheward-sim-offline-not-a-real-key';
+export const SIM_ANTHROPIC_KEY = 'cacheward-sim-offline-not-a-real-key';
 export const SIM_OPENAI_KEY = 'sk-cacheward-sim-offline-not-a-real-key';
 
 /** The environment the agent runs with: both SDK base URLs on the proxy, and under --sim keys it can use. */
