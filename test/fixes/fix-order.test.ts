@@ -3,13 +3,10 @@
 // still gives a request the provider accepts.
 
 import { describe, expect, it } from 'vitest';
-import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { fixRegistry } from '../../src/fixes/registry.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
 import { createSimulator } from '../../src/sim/simulator.js';
-
-type Json = Record<string, unknown>;
-const REMINDER = { type: 'text', text: '<system-reminder>\nThe user opened src/app.ts.\n</system-reminder>' };
+import { claudeCodeConversation } from '../fleet/claude-code-traffic.js';
 
 describe('fix order', () => {
   it('runs the built-in fixes in the registry order, whatever order they are named in', () => {
@@ -31,29 +28,18 @@ describe('fix order', () => {
       log: () => {},
     });
     try {
-      let conv = agentConversation({ turns: 3, seed: 81 });
-      const statuses: number[] = [];
-      for (let t = 0; t < 4; t++) {
-        let body: Json = structuredClone(conv);
-        if (t >= 1) body.tools = [...(body.tools as Json[]), anthropicTool('mcp__late')];
-        if (t >= 2) {
-          // The client re-serializes: the reminder now rides in its own user message before the last one.
-          const msgs = body.messages as Json[];
-          body = {
-            ...body,
-            messages: [...msgs.slice(0, -1), { role: 'user', content: [{ ...REMINDER }] }, msgs.at(-1)],
-          };
-        }
+      // Claude Code-shaped: an MCP tool loaded at turn 3, a <system-reminder> moved into its own message at 4.
+      const statuses: Array<[number, number]> = [];
+      for (const t of claudeCodeConversation(1, 6)) {
         const res = await fetch(`${proxy.url}/v1/messages`, {
           method: 'POST',
-          headers: { 'x-api-key': 'k', 'x-cacheward-session': 'order' },
-          body: JSON.stringify(body),
+          headers: { 'x-api-key': 'k', ...t.headers },
+          body: JSON.stringify(t.body),
         });
-        statuses.push(res.status);
+        statuses.push([t.turn, res.status]);
         await res.text();
-        conv = appendUserTurn(conv, `turn ${t}`);
       }
-      expect(statuses).toEqual([200, 200, 200, 200]);
+      expect(statuses).toEqual([1, 2, 3, 4, 5, 6].map((turn) => [turn, 200]));
     } finally {
       await proxy.close();
       await sim.close();
