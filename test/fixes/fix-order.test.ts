@@ -2,6 +2,9 @@
 // before tools-freeze places its announcements in it, so a reminder that moves after a tool was announced
 // still gives a request the provider accepts.
 
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixRegistry } from '../../src/fixes/registry.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
@@ -24,6 +27,8 @@ describe('fix order', () => {
     const proxy = await createProxy({
       upstream: simUrl,
       capture: 'off',
+      // A folder of its own: fix state restored from another run's file would be another conversation's.
+      dir: mkdtempSync(join(tmpdir(), 'cacheward-fix-order-')),
       fixes: ['tools-freeze', 'pin-reminders'],
       log: () => {},
     });
