@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { PrefixBuilder } from './build-prefix.js';
-import { chainedBody, chainPrefix } from './chained-prefix.js';
+import {
+  chainBlocks,
+  chainedBody,
+  chainPrefix,
+  contextBlocks,
+  itemBlocks,
+  opaqueBlocks,
+  opaqueItem,
+  outputFragment,
+} from './chained-prefix.js';
+import { messageEnds } from './message-ends.js';
 
 type Json = Record<string, unknown>;
 const b = new PrefixBuilder();
@@ -87,5 +97,77 @@ describe('chainPrefix', () => {
     expect(chainedBody(raw.body, [Buffer.from('{"role":"user","content":"x"}')]).toString()).toBe(
       '{"model":"gpt-5.6","metadata":{"a":1},"input":[{"role":"user","content":"x"}]}',
     );
+  });
+});
+
+describe('chainBlocks (identities only, as the proxy keeps them)', () => {
+  const tools = [{ type: 'function', name: 'f', parameters: { type: 'object' } }];
+  const first = {
+    model: 'gpt-5.6',
+    instructions: 'be brief',
+    tools,
+    input: [
+      { role: 'developer', content: 'house rules' },
+      { role: 'user', content: [{ type: 'input_text', text: 'what is 2+2?' }], id: 'u1' },
+    ],
+  };
+  const out1 = [
+    { type: 'reasoning', id: 'rs_1', summary: [] },
+    reply('msg_1', '4'),
+    { type: 'function_call', id: 'fc_1', call_id: 'c1', name: 'f', arguments: '{}' },
+  ];
+  const view = (p: ReturnType<typeof parse>) =>
+    p.blocks.map((x) => [x.hash, x.transcript, x.tokens, x.cumulativeTokens, x.messageIndex, x.role]);
+
+  it('keys, counts and transcribes a chain exactly as the bytes resent (chainPrefix), turn after turn', () => {
+    const second = {
+      model: 'gpt-5.6',
+      instructions: 'be brief',
+      tools,
+      previous_response_id: 'resp_1',
+      input: [{ type: 'function_call_output', call_id: 'c1', output: 'ok' }],
+    };
+    const ctx1 = [...contextBlocks(parse(first)), ...itemBlocks(b, [outputFragment(out1)])];
+    const whole2 = chainBlocks(parse(second), ctx1);
+    const bytes2 = chainPrefix(b, parse(first), out1, parse(second));
+    expect(view(whole2.prefix)).toEqual(view(bytes2));
+    expect(whole2.prefix.totalTokens).toBe(bytes2.totalTokens);
+    expect(whole2.prefix.levels.messages.foldHash).toBe(bytes2.levels.messages.foldHash);
+    expect(messageEnds(whole2.prefix)).toEqual(messageEnds(bytes2));
+
+    const out2 = [reply('msg_2', 'done')];
+    const third = { ...second, previous_response_id: 'resp_2', input: 'thanks; and 3+3?' };
+    const whole3 = chainBlocks(parse(third), [...whole2.context, ...itemBlocks(b, [outputFragment(out2)])]);
+    const bytes3 = chainPrefix(b, bytes2, out2, parse(third));
+    expect(view(whole3.prefix)).toEqual(view(bytes3));
+  });
+
+  it("keeps the chained request's own spans and puts the context nowhere in its body", () => {
+    const second = { model: 'gpt-5.6', previous_response_id: 'resp_1', input: 'next' };
+    const raw = parse(second);
+    const whole = chainBlocks(raw, contextBlocks(parse(first)));
+    const last = whole.prefix.blocks[whole.prefix.blocks.length - 1];
+    expect(last?.span).toEqual(raw.blocks[raw.blocks.length - 1]?.span);
+    expect(whole.prefix.blocks.find((x) => x.level === 'messages')?.span.start).toBe(-1);
+    expect(whole.prefix.levels.messages.params.previous_response_id).toBeUndefined();
+  });
+
+  it('an unknown response is one opaque block: its identity is the response id, its size from usage', () => {
+    const a = opaqueBlocks(b, 'resp_x', 'context', 1234);
+    const again = opaqueBlocks(b, 'resp_x', 'context', 99);
+    const other = opaqueBlocks(b, 'resp_y', 'context', 1234);
+    expect(a).toHaveLength(1);
+    expect(a[0]?.tokens).toBe(1234);
+    expect(a[0]?.contentHash).toBe(again[0]?.contentHash);
+    expect(a[0]?.contentHash).not.toBe(other[0]?.contentHash);
+    expect(a[0]?.contentHash).not.toBe(opaqueBlocks(b, 'resp_x', 'output', 1234)[0]?.contentHash);
+    // The same identity as the item resent in bytes: one identity, from the one parser.
+    const viaBytes = b.parse(
+      chainedBody(parse({ model: 'm', previous_response_id: 'resp_x', input: 'hi' }).body, [
+        opaqueItem('resp_x', 'context'),
+      ]),
+      { format: 'openai-responses' },
+    );
+    expect(viaBytes.blocks[0]?.contentHash).toBe(a[0]?.contentHash);
   });
 });
