@@ -28,6 +28,8 @@ export interface RequestNode {
   turn: number;
   /** The cache key where its messages begin (tools, system and parameters). */
   head: string;
+  /** The id of the provider's response to it (Responses: what `previous_response_id` names). */
+  response?: string;
 }
 
 /** One conversation: a line of requests, its label and where it came from. */
@@ -65,6 +67,12 @@ export interface ConversationStore {
   labelSeen(label: string): boolean;
   latestOfLabel(label: string): string | undefined;
   addLabel(label: string, request: string): void;
+  /**
+   * The request a provider response id answered, and recording it once the response names its id
+   * (optional: a store without it links chained Responses requests by their history alone).
+   */
+  requestOfResponse?(responseId: string): string | undefined;
+  addResponse?(responseId: string, request: string): void;
 }
 
 /** Options for {@link MemoryConversationStore}. */
@@ -89,6 +97,7 @@ export class MemoryConversationStore implements ConversationStore {
   private readonly endings: LruMap<string[]>;
   private readonly passing: LruMap<PassingEntry>;
   private readonly labels: LruMap<string>;
+  private readonly responses: LruMap<string>;
 
   constructor(options: MemoryConversationStoreOptions = {}) {
     const maxRequests = options.maxRequests ?? 200_000;
@@ -98,6 +107,7 @@ export class MemoryConversationStore implements ConversationStore {
     this.endings = new LruMap(maxKeys);
     this.passing = new LruMap(maxKeys);
     this.labels = new LruMap(maxRequests);
+    this.responses = new LruMap(maxRequests);
   }
 
   /** How much is held, for bounds checks and health. */
@@ -127,6 +137,7 @@ export class MemoryConversationStore implements ConversationStore {
       this.putRequest(r);
       if (r.final) this.addEnding(r.final.transcript, r.id);
       if (r.label !== undefined) this.addLabel(r.label, r.id);
+      if (r.response !== undefined) this.responses.set(r.response, r.id);
     }
   }
 
@@ -164,5 +175,16 @@ export class MemoryConversationStore implements ConversationStore {
   }
   addLabel(label: string, request: string): void {
     this.labels.set(label, request);
+  }
+  requestOfResponse(responseId: string): string | undefined {
+    return this.responses.get(responseId);
+  }
+  addResponse(responseId: string, request: string): void {
+    this.responses.set(responseId, request);
+    const node = this.requests.get(request);
+    if (node && node.response !== responseId) {
+      node.response = responseId;
+      this.putRequest(node);
+    }
   }
 }

@@ -34,6 +34,7 @@ export function conversationRequest(
   time: number,
 ): { label: SessionLabel | undefined; request: ConversationRequest } {
   const label = sessionLabel(headers, prefix.body.fields);
+  const previous = prefix.format === 'openai-responses' ? prefix.body.fields.previous_response_id : undefined;
   const request: ConversationRequest = {
     id,
     time,
@@ -41,6 +42,7 @@ export function conversationRequest(
     head: prefix.levels.messages.foldHash,
     ...(label ? { label: label.key } : {}),
     ...(prefix.model ? { model: prefix.model } : {}),
+    ...(typeof previous === 'string' && previous ? { previous } : {}),
   };
   return { label, request };
 }
@@ -59,6 +61,11 @@ export class ConversationTracker {
   resolve(id: string, prefix: Prefix, headers: HeaderLookup, time: number): TrackedRequest {
     const { label, request } = conversationRequest(id, prefix, headers, time);
     return { label, request, resolution: resolveConversation(this.store, request), committed: false };
+  }
+
+  /** Records the id of the response a committed request got (what a chained request names). */
+  answered(t: TrackedRequest, responseId: string): void {
+    if (t.committed) this.store.addResponse(responseId, t.request.id);
   }
 
   /** Records the request as a turn if the upstream accepted it; returns whether it did. */

@@ -16,6 +16,8 @@ export interface ConversationRequest {
   ends: readonly MessageEnd[];
   /** The cache key where its messages begin (tools, system and parameters folded): `levels.messages.foldHash`. */
   head: string;
+  /** A Responses request's `previous_response_id`: it continues the request that got that response. */
+  previous?: string;
 }
 
 /** A request whose relation an arrival changed (a provisional main line that turned out to be a fork). */
@@ -60,6 +62,8 @@ interface Candidate {
  * prefix agrees or a real history is shared.
  */
 function findParent(store: ConversationStore, req: ConversationRequest): Candidate | undefined {
+  const chained = chainedParent(store, req);
+  if (chained) return chained;
   const ends = req.ends;
   let full: Candidate | undefined;
   for (let i = ends.length - 1; i >= 0 && !full; i--) {
@@ -98,6 +102,25 @@ function findParent(store: ConversationStore, req: ConversationRequest): Candida
   }
   if (full) return full;
   return headMatch(store, req);
+}
+
+/**
+ * A Responses request chained with `previous_response_id` on a response the store knows: that response's
+ * request is the parent, at its last message end when the request's history passes through it (the chain
+ * made whole), else with nothing shared that can be counted (its context was an opaque block).
+ */
+function chainedParent(store: ConversationStore, req: ConversationRequest): Candidate | undefined {
+  if (req.previous === undefined) return undefined;
+  const id = store.requestOfResponse?.(req.previous);
+  const node = id !== undefined ? store.request(id) : undefined;
+  if (!node) return undefined;
+  const final = node.final;
+  for (let i = req.ends.length - 1; final && i >= 0; i--) {
+    const end = req.ends[i] as MessageEnd;
+    if (end.transcript === final.transcript)
+      return { node, at: i, agreed: end.cacheKey === final.cacheKey, full: true };
+  }
+  return { node, at: -1, agreed: false, full: false };
 }
 
 /**

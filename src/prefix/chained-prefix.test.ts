@@ -142,13 +142,15 @@ describe('chainBlocks (identities only, as the proxy keeps them)', () => {
     expect(view(whole3.prefix)).toEqual(view(bytes3));
   });
 
-  it("keeps the chained request's own spans and puts the context nowhere in its body", () => {
+  it("keeps the chained request's own spans, and the context the spans it had where it came from", () => {
     const second = { model: 'gpt-5.6', previous_response_id: 'resp_1', input: 'next' };
     const raw = parse(second);
-    const whole = chainBlocks(raw, contextBlocks(parse(first)));
+    const before = parse(first);
+    const whole = chainBlocks(raw, contextBlocks(before));
     const last = whole.prefix.blocks[whole.prefix.blocks.length - 1];
     expect(last?.span).toEqual(raw.blocks[raw.blocks.length - 1]?.span);
-    expect(whole.prefix.blocks.find((x) => x.level === 'messages')?.span.start).toBe(-1);
+    const opening = (p: typeof raw) => p.blocks.find((x) => x.level === 'messages');
+    expect(opening(whole.prefix)?.span).toEqual(opening(before)?.span);
     expect(whole.prefix.levels.messages.params.previous_response_id).toBeUndefined();
   });
 

@@ -5,7 +5,7 @@
 // chained request is the prefix of the body that resends everything: same blocks, same keys, same tokens.
 // The previous request's own `instructions` are not carried over (the API takes the chained request's).
 
-import type { RequestBody } from '../wire/request-body.js';
+import type { ByteSpan, RequestBody } from '../wire/request-body.js';
 import {
   foldLevel,
   messageStart,
@@ -112,6 +112,11 @@ export interface ContextBlock {
   opens?: string;
   contentHash: string;
   tokens: number;
+  /**
+   * Where it sat in the body it came from (for output items, in their parse): kept so a chained request's
+   * captured context equals the earlier record's blocks, and the capture stores only what is new.
+   */
+  span: ByteSpan;
   cacheControl?: CacheMarker;
   emptyText?: boolean;
 }
@@ -130,7 +135,7 @@ export function contextBlocks(prefix: Prefix): ContextBlock[] {
     const b = prefix.blocks[i] as PrefixBlock;
     const first = b.messageIndex !== last;
     last = b.messageIndex;
-    const c: ContextBlock = { kind: b.kind, first, contentHash: b.contentHash, tokens: b.tokens };
+    const c: ContextBlock = { kind: b.kind, first, contentHash: b.contentHash, tokens: b.tokens, span: b.span };
     if (b.name !== undefined) c.name = b.name;
     if (b.role !== undefined) c.role = b.role;
     const open = first && b.messageIndex !== undefined ? opens.get(b.messageIndex) : undefined;
@@ -174,15 +179,12 @@ export interface ChainedPrefix {
   context: ContextBlock[];
 }
 
-/** Where a context block is: nowhere in the chained request's own body. */
-const ELSEWHERE = { start: -1, end: -1 } as const;
-
 /**
  * The prefix of `chained` (a Responses request with `previous_response_id`) when the response it names
  * continued `context` (see {@link contextBlocks}, {@link itemBlocks}, {@link opaqueBlocks}): keyed, counted
  * and transcribed exactly as {@link chainPrefix} would parse the same conversation resent, without any
  * text. Tools and system are the chained request's; `previous_response_id` is not folded in (it names
- * the context, which is now part of the prefix). Context blocks have no span in the body (`-1`). Pure.
+ * the context, which is now part of the prefix). Context blocks keep the span of the body they came from. Pure.
  */
 export function chainBlocks(chained: Prefix, context: readonly ContextBlock[]): ChainedPrefix {
   const own = contextBlocks(chained);
@@ -216,7 +218,7 @@ export function chainBlocks(chained: Prefix, context: readonly ContextBlock[]): 
       hash: chain.key(),
       tokens: c.tokens,
       cumulativeTokens: tokens,
-      span: mine?.span ?? ELSEWHERE,
+      span: mine?.span ?? c.span,
       cacheControl: c.cacheControl,
       emptyText: c.emptyText,
       toolParts: undefined,
