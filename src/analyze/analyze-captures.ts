@@ -246,7 +246,10 @@ export class Analyzer {
     const label = labelOf(r);
     const turnOf = isTurn(r);
 
-    // Which conversation: the one resolver, on the captured prefix.
+    // Which conversation: the one resolver, on the captured prefix (a chained Responses request's is the
+    // whole chain, and its previous_response_id links it to the request that got that response).
+    const chained = r.chain?.previous ?? r.prefix.params.messages?.previous_response_id;
+    const previous = typeof chained === 'string' ? chained : undefined;
     const req = {
       id: r.id,
       time: start,
@@ -254,9 +257,11 @@ export class Analyzer {
       head: prefix.levels.messages.foldHash,
       ...(label !== undefined ? { label } : {}),
       ...(model !== undefined ? { model } : {}),
+      ...(previous !== undefined ? { previous } : {}),
     };
     const res = turnOf ? resolveConversation(this.conversations, req) : undefined;
     if (res) commitConversation(this.conversations, req, res);
+    if (res && r.responseId) this.conversations.addResponse(r.responseId, r.id);
     const parent = res?.parent ? this.recent.get(res.parent) : undefined;
     const conversation = res?.conversation ?? `none-${r.id}`;
     const session = label ?? (res?.relation === 'fork' && parent ? parent.session : conversation);

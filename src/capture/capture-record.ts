@@ -91,6 +91,13 @@ export interface CaptureRecord {
   requestBytes: number;
   responseBytes?: number;
   prefix?: CapturedPrefix;
+  /**
+   * A Responses request with `previous_response_id`: the response it continues, and how much of that
+   * context the proxy knew (`known`; `output_unknown`: some response's output items were not seen and stand
+   * as a block sized from usage; `unknown`: the context was never seen, one block sized from usage).
+   * `prefix` is then the whole chained prefix (the context, then the request's own input).
+   */
+  chain?: { previous: string; context: 'known' | 'output_unknown' | 'unknown' };
   /** Why the request body could not be read into a prefix (it was forwarded untouched anyway). */
   parseError?: string;
   fixes: FixNote[];

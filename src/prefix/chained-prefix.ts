@@ -135,7 +135,13 @@ export function contextBlocks(prefix: Prefix): ContextBlock[] {
     const b = prefix.blocks[i] as PrefixBlock;
     const first = b.messageIndex !== last;
     last = b.messageIndex;
-    const c: ContextBlock = { kind: b.kind, first, contentHash: b.contentHash, tokens: b.tokens, span: b.span };
+    const c: ContextBlock = {
+      kind: b.kind,
+      first,
+      contentHash: b.contentHash,
+      tokens: b.tokens,
+      span: b.span,
+    };
     if (b.name !== undefined) c.name = b.name;
     if (b.role !== undefined) c.role = b.role;
     const open = first && b.messageIndex !== undefined ? opens.get(b.messageIndex) : undefined;

@@ -39,7 +39,7 @@ export async function afterResponse(
         facts.prefix = prefix;
         const tracked = await deps.state.track(
           facts.id,
-          prefix,
+          deps.recorder.chains.whole(prefix).prefix,
           facts.requestHeaders,
           facts.start,
           facts.route,

@@ -332,7 +332,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<RunningPr
     let committing: Promise<StateCommit> | undefined;
     if (fixes.length && format) {
       const fixed = await fixRequest(
-        { fixes, builder, state, log },
+        { fixes, builder, state, log, chains: recorder.chains },
         { id, original: await readAll(req), format, provider, route: path, requestHeaders, start },
       );
       ({ forwarded: forwardedBody, client: clientBody, notes: fixNotes, prefix, headerOverride } = fixed);

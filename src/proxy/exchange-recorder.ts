@@ -11,6 +11,7 @@ import { formatFromRoute } from '../wire/request-body.js';
 import type { StreamSummary } from '../wire/sse-stream.js';
 import { LARGE_BODY_BYTES } from './memory-release.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
+import { ResponseChains } from './response-chains.js';
 import { type ResponseFacts, ResponseTap } from './response-tap.js';
 
 /** Everything known about one exchange once it is over. */
@@ -45,6 +46,8 @@ export interface ExchangeRecorderOptions {
 }
 
 export class ExchangeRecorder {
+  /** Responses chains the proxy saw: a chained request is recorded and resolved whole. */
+  readonly chains = new ResponseChains();
   constructor(private readonly o: ExchangeRecorderOptions) {}
 
   /** Builds, writes and counts the record. Any failure here is contained: the exchange already happened. */
@@ -82,8 +85,17 @@ export class ExchangeRecorder {
         record.parseError = (err as Error).message;
       }
     }
+    const summary: Partial<StreamSummary> | undefined = f.response?.summary
+      ? f.response.summary
+      : f.response?.json
+        ? ResponseTap.fromJson(format, f.response.json)
+        : undefined;
     let tracked = f.tracked;
+    const raw = prefix;
     if (prefix) {
+      const whole = this.chains.whole(prefix, summary?.normalizedUsage?.inputTotal);
+      prefix = whole.prefix;
+      if (whole.chain) record.chain = whole.chain;
       record.prefix = capturePrefix(prefix);
       record.betas = [...prefix.body.betas];
       if (prefix.model) record.model = prefix.model;
@@ -101,11 +113,6 @@ export class ExchangeRecorder {
     }
     if (tracked) Object.assign(record, recordedConversation(tracked));
     else record.session = { key: `unparsed-${f.provider}`, source: 'none' };
-    const summary: Partial<StreamSummary> | undefined = f.response?.summary
-      ? f.response.summary
-      : f.response?.json
-        ? ResponseTap.fromJson(format, f.response.json)
-        : undefined;
     if (summary) {
       if (summary.id) record.responseId = summary.id;
       if (summary.stopReason) record.stopReason = summary.stopReason;
@@ -120,8 +127,19 @@ export class ExchangeRecorder {
       if (summary.model) record.responseModel = summary.model;
     }
     if (f.response?.error && !record.error) record.error = f.response.error;
+    if (raw && summary?.id && record.status !== undefined && record.status < 400) {
+      this.chains.remember(raw, summary.id, outputItems(f, summary), summary.normalizedUsage?.output);
+      if (tracked) this.o.conversations.answered(tracked, summary.id);
+    }
     this.o.metrics.record(f.provider, record.model ?? 'unknown', f.status, summary?.normalizedUsage);
     this.o.writer.write(record, { forwarded: f.forwarded, ...(f.client ? { client: f.client } : {}) });
     return record;
   }
+}
+
+/** A complete Responses response's output items, from its JSON body or its stream's final response. */
+function outputItems(f: ExchangeFacts, summary: Partial<StreamSummary>): unknown[] | undefined {
+  const response = f.response?.json ?? (summary.complete ? summary.message : undefined);
+  const output = response?.output;
+  return f.outcome === 'complete' && Array.isArray(output) ? output : undefined;
 }

@@ -8,6 +8,7 @@ import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import type { RequestFixState } from '../state/fix-state-codec.js';
 import { type PreparedRequest, type ProxyState, unavailableNote } from '../state/proxy-state.js';
 import type { WireFormat } from '../wire/request-body.js';
+import type { ResponseChains } from './response-chains.js';
 
 export interface FixRequestInput {
   id: string;
@@ -34,7 +35,14 @@ export interface FixedRequest {
 }
 
 export async function fixRequest(
-  deps: { fixes: readonly Fix[]; builder: PrefixBuilder; state: ProxyState; log: (line: string) => void },
+  deps: {
+    fixes: readonly Fix[];
+    builder: PrefixBuilder;
+    state: ProxyState;
+    log: (line: string) => void;
+    /** Responses chains: a chained request is resolved as the whole conversation it continues. */
+    chains?: ResponseChains;
+  },
   input: FixRequestInput,
 ): Promise<FixedRequest> {
   const { builder } = deps;
@@ -60,7 +68,8 @@ export async function fixRequest(
       ],
     };
   }
-  const ready = await deps.state.prepare(input.id, clientPrefix, input.requestHeaders, input.start);
+  const seen = deps.chains?.whole(clientPrefix).prefix ?? clientPrefix;
+  const ready = await deps.state.prepare(input.id, seen, input.requestHeaders, input.start);
   if (!ready.ok) return { forwarded: original, prefix: clientPrefix, notes: [unavailableNote(ready)] };
   try {
     const res = ready.tracked.resolution;
