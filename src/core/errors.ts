@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'CW_CLOCK'
   | 'CW_DEMO_STEP'
   | 'CW_FIX_INPUT'
+  | 'CW_FORK_CHAIN'
   | 'CW_FORK_PARITY'
   | 'CW_FORK_REFUSED'
   | 'CW_INPUT'

@@ -4,6 +4,7 @@
 import { CachewardError } from '../core/errors.js';
 import { isObj, type Json } from '../core/json.js';
 import { parsePrefix } from '../prefix/build-prefix.js';
+import { chainedBody, inputFragment, opaqueItem, outputFragment } from '../prefix/chained-prefix.js';
 import { comparePrefixes, type Divergence } from '../prefix/first-divergence.js';
 import { stableJson } from '../prefix/stable-json.js';
 import { parseRequestBody, type WireFormat } from '../wire/request-body.js';
@@ -28,6 +29,11 @@ export interface ForkParent<B extends object = Json> {
    * assistant message, or Responses output items.
    */
   reply?: unknown;
+  /**
+   * Responses: the id of the parent's response. A fork that sends it as `previous_response_id` continues
+   * the parent on the provider's side (its input and output are the fork's context); see `chain`.
+   */
+  responseId?: string;
 }
 
 export interface ForkOptions {
@@ -37,6 +43,11 @@ export interface ForkOptions {
   stream?: boolean;
   /** Limit the fork's output (default: as the parent). */
   maxTokens?: number;
+  /**
+   * Responses: chain the fork on the parent's response (`previous_response_id` = `parent.responseId`) and
+   * send only the instruction as input; the provider holds the rest. Needs `parent.responseId`.
+   */
+  chain?: boolean;
 }
 
 export interface ForkedRequest<B extends object = Json> {
@@ -47,7 +58,7 @@ export interface ForkedRequest<B extends object = Json> {
   bytes: Buffer;
   /** Headers that must match the parent's for the cache to hold (the anthropic-beta set). */
   headers: Record<string, string>;
-  /** Index in the fork's messages (or input items) where its own part begins. */
+  /** Index in the fork's messages (or input items) where its own part begins (0 for a chained fork). */
   appendedAt: number;
   /** Whether the fork reads the parent's cache, always checked. */
   parity: ForkParity;
@@ -58,6 +69,13 @@ export class ForkParityError extends CachewardError {
   constructor(readonly parity: ForkParity & { ok: false }) {
     super('CW_FORK_PARITY', `the fork would not share the parent's cached prefix: ${parity.reason}`);
   }
+}
+
+/** The parent's response id when `fork` is chained on it (Responses, `previous_response_id` equal to it). */
+function isChainedFork(format: WireFormat, responseId: string | undefined, fork: Json): string | undefined {
+  return format === 'openai-responses' && responseId && fork.previous_response_id === responseId
+    ? responseId
+    : undefined;
 }
 
 /** The parent's bytes and parsed body, and its format decided as the parser decides it. */
@@ -92,6 +110,11 @@ export function forkRequest<B extends object = Json>(
   const body = structuredClone(value) as Json;
   if (options.stream !== undefined) body.stream = options.stream;
   let appendedAt: number;
+  if (options.chain && format !== 'openai-responses')
+    throw new CachewardError(
+      'CW_FORK_CHAIN',
+      `a chained fork is a Responses request; this parent is ${format}`,
+    );
   if (format === 'anthropic-messages') {
     const messages = [...((body.messages as Json[]) ?? [])];
     appendedAt = messages.length;
@@ -124,6 +147,16 @@ export function forkRequest<B extends object = Json>(
     messages.push({ role: 'user', content: instruction });
     body.messages = messages;
     if (options.maxTokens !== undefined) body.max_completion_tokens = options.maxTokens;
+  } else if (options.chain) {
+    if (!parent.responseId)
+      throw new CachewardError(
+        'CW_FORK_CHAIN',
+        "a chained fork needs the parent's response id: pass parent.responseId (the id of the response to the parent request)",
+      );
+    body.previous_response_id = parent.responseId;
+    body.input = [{ role: 'user', content: instruction }];
+    appendedAt = 0;
+    if (options.maxTokens !== undefined) body.max_output_tokens = options.maxTokens;
   } else {
     const input =
       typeof body.input === 'string'
@@ -198,7 +231,9 @@ const MESSAGE_FIELDS = new Set([
 
 /**
  * Checks a fork against its parent on the bytes each sends (objects are serialized as the SDKs do): the
- * parent's messages must be a prefix of the fork's, and every other field equal.
+ * parent's messages must be a prefix of the fork's, and every other field equal. A Responses fork chained
+ * on the parent's response (`previous_response_id` = `parent.responseId`) is compared as the chain the
+ * provider caches: the parent's input and reply are the start of the fork's input.
  */
 export function verifyForkParity<B extends object>(
   parent: ForkParent<B>,
@@ -206,10 +241,25 @@ export function verifyForkParity<B extends object>(
 ): ForkParity {
   const p = readParent(parent);
   const f = readParent({ format: p.format, body: fork.body });
+  const chained = isChainedFork(p.format, parent.responseId, f.value);
+  if (chained) {
+    // Compared as the provider sees both: the parent's earlier context (opaque, the same for both), then
+    // for the fork the parent's input, the parent's reply, and its own input.
+    const prior = typeof p.value.previous_response_id === 'string' ? p.value.previous_response_id : undefined;
+    const context = prior ? [opaqueItem(prior, 'context')] : [];
+    const parsed = (bytes: Buffer) => parseRequestBody(bytes, { format: p.format });
+    const reply =
+      parent.reply !== undefined
+        ? outputFragment(Array.isArray(parent.reply) ? parent.reply : [parent.reply])
+        : opaqueItem(chained, 'output');
+    f.bytes = chainedBody(parsed(f.bytes), [...context, inputFragment(parsed(p.bytes)), reply]);
+    if (prior) p.bytes = chainedBody(parsed(p.bytes), context);
+  }
   const fields: string[] = [];
   const keys = new Set([...Object.keys(p.value), ...Object.keys(f.value)]);
   for (const k of keys) {
     if (MESSAGE_FIELDS.has(k)) continue;
+    if (chained && k === 'previous_response_id') continue;
     if (k === 'cache_control') continue;
     if (stableJson(p.value[k]) !== stableJson(f.value[k])) fields.push(k);
   }
