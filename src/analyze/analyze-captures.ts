@@ -241,8 +241,11 @@ export class Analyzer {
     const firstByte = r.times.firstByte ?? r.times.end ?? start;
     const prefix = prefixFromCapture(this.withTtl(r.prefix), r.model, r.betas, this.reuse);
     const model = r.model;
-    const totalEst = Math.max(1, prefix.totalTokens);
-    const scale = usage && usage.inputTotal > 0 ? usage.inputTotal / totalEst : 1;
+    // Provider tokens per estimated token, over what the model saw (thinking an older model stripped is
+    // not input: scaled against the prefix as sent, every figure would shrink by it).
+    const scaleOver = (seen: Prefix) =>
+      usage && usage.inputTotal > 0 ? usage.inputTotal / Math.max(1, seen.totalTokens) : 1;
+    let scale = scaleOver(prefix);
     const label = labelOf(r);
     const turnOf = isTurn(r);
 
@@ -272,6 +275,7 @@ export class Analyzer {
       const out = this.anthropic.evaluate(prefix, 'capture', start, r.id, { explain: true });
       if ('usage' in out) {
         evidence = out.evidence;
+        if (out.thinkingStripped) scale = scaleOver(out.thinkingStripped.prefix);
         this.anthropic.responseBegan(out, firstByte);
       }
     } else if (turnOf && r.provider === 'openai') {

@@ -206,6 +206,77 @@ describe('cause table: Anthropic', () => {
     const t2 = p.send(appendUserTurn(base(), 'next'), 30_000);
     expect(decide(t1, t2, 'continues', 0)?.cause).toBe('unexplained');
   });
+
+  // prompt-caching.md, "Caching with thinking blocks": "On earlier Opus/Sonnet models and all Haiku models,
+  // cache gets invalidated when non-tool-result user content is added, causing all previous thinking
+  // blocks to be stripped from context." "On Opus 4.5+ and Sonnet 4.6+, thinking blocks are preserved".
+  const thinkingTurns = (model: string): [Json, Json] => {
+    const words = 'alpha bravo charlie delta echo foxtrot golf hotel '.repeat(400);
+    const marker = { type: 'ephemeral' };
+    const loop: Json = {
+      model,
+      max_tokens: 64,
+      tools: [anthropicTool('weather')],
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      messages: [
+        { role: 'user', content: `What's the weather in Paris? ${words}` },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: words.slice(0, 1200), signature: 's1' },
+            { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: '15 degrees', cache_control: marker },
+          ],
+        },
+      ],
+    };
+    const next = structuredClone(loop);
+    (next.messages as Json[]).push(
+      { role: 'assistant', content: [{ type: 'text', text: 'It is 15 degrees.' }] },
+      { role: 'user', content: [{ type: 'text', text: 'And tomorrow?', cache_control: marker }] },
+    );
+    return [loop, next];
+  };
+
+  it.each(['claude-opus-4-1', 'claude-haiku-4-5', 'claude-sonnet-4-5'])(
+    'thinking_stripped when new user text makes %s drop the thinking its parent cached',
+    (model) => {
+      const p = provider('anthropic');
+      const [loop, next] = thinkingTurns(model);
+      const t1 = p.send(loop, 0);
+      expect(t1.written).toBeGreaterThan(0);
+      const t2 = p.send(next, 30_000);
+      const d = decide(t1, t2);
+      expect(d?.cause).toBe('thinking_stripped');
+      expect(d?.evidence).toMatchObject({ reason: 'thinking_stripped', blocks: 1 });
+      // Everything the parent cached past the first thinking block is lost.
+      expect(d?.rewritten).toBe(cachedBy(t1) - t2.read);
+    },
+  );
+
+  it.each(['claude-opus-4-5', 'claude-sonnet-4-6', 'claude-opus-5'])(
+    'no miss on %s, which keeps thinking',
+    (model) => {
+      const p = provider('anthropic');
+      const [loop, next] = thinkingTurns(model);
+      const t1 = p.send(loop, 0);
+      const t2 = p.send(next, 30_000);
+      expect(t2.evidence.unreadable.find((u) => u.reason === 'thinking_stripped')).toBeUndefined();
+      expect(decide(t1, t2)).toBeUndefined();
+    },
+  );
+
+  it('another cause still wins over stripped thinking: a request sent before its parent answered', () => {
+    const p = provider('anthropic');
+    const [loop, next] = thinkingTurns('claude-opus-4-1');
+    const t1 = p.send(loop, 0, { respondAt: 5_000 });
+    expect(decide(t1, p.send(next, 1_000))?.cause).toBe('concurrent');
+  });
 });
 
 /** An OpenAI Chat body: a long developer prompt, then `turns` user/assistant pairs and a user message. */

@@ -19,6 +19,7 @@ export type BustCause =
   | 'below_minimum'
   | 'lookback_exceeded'
   | 'concurrent'
+  | 'thinking_stripped'
   | 'unexplained';
 
 /** Everything one decision needs. Tokens are the prefix model's estimates (not provider tokens). */
@@ -121,8 +122,17 @@ export function decideCause(x: CauseInput): CauseDecision | undefined {
   const why = ev?.unreadable.find(
     (u) =>
       u.reason === 'other_route' ||
-      (u.reason !== 'below_minimum' && u.reason !== 'rounded' && u.tokens <= reusable + tol),
+      (u.reason !== 'below_minimum' &&
+        u.reason !== 'rounded' &&
+        u.reason !== 'thinking_stripped' &&
+        u.tokens <= reusable + tol),
   );
+  // An older model left earlier thinking out of the prompt: the parent cached past the first thinking
+  // block, so its entry held it, and no entry that held it can be read again (all of it is lost, not
+  // only what lies past the thinking).
+  const stripped = ev?.unreadable.find((u) => u.reason === 'thinking_stripped');
+  if (stripped && !x.beforeParentResponse && why?.reason !== 'pending' && reusable > stripped.tokens)
+    return { cause: 'thinking_stripped', rewritten, evidence: stripped };
   if (x.beforeParentResponse || why?.reason === 'pending')
     return { cause: 'concurrent', rewritten, ...(why ? { evidence: why } : {}) };
   if (why?.reason === 'expired') return { cause: 'ttl_expired', rewritten, evidence: why };

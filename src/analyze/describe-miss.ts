@@ -28,6 +28,7 @@ const TITLES: Record<Miss['cause'], string> = {
   below_minimum: 'below the minimum cacheable size',
   lookback_exceeded: 'beyond the lookback window',
   concurrent: 'sent before the earlier response began',
+  thinking_stripped: 'thinking stripped from context',
   unexplained: 'unexplained (the provider did not read a live entry)',
 };
 
@@ -45,6 +46,8 @@ export function describeMiss(m: Miss): string {
     what += `: the last write was ${d.lookbackDistance} blocks back`;
   else if (m.cause === 'lookback_exceeded')
     what += ': no breakpoint looks back far enough to the cached entry';
+  if (m.cause === 'thinking_stripped' && d.evidence?.reason === 'thinking_stripped')
+    what += `: new user content made ${m.model ?? 'this model'} drop ${n.format(d.evidence.blocks)} earlier thinking block${d.evidence.blocks === 1 ? '' : 's'} (${n.format(d.evidence.strippedTokens)} tokens), so no entry written with them can be read; Opus 4.5+ and Sonnet 4.6+ keep thinking`;
   if (m.cause === 'unexplained')
     what += `: expected to read ${n.format(d.expectedReadTokens ?? 0)}, read ${n.format(d.actualReadTokens ?? 0)}`;
   if (m.cause === 'concurrent')

@@ -158,6 +158,13 @@ export class AnthropicCache {
         unreadable.push(u);
       }
     }
+    if (options.explain && inContext.stripped)
+      unreadable.push({
+        reason: 'thinking_stripped',
+        tokens: inContext.before,
+        blocks: inContext.stripped,
+        strippedTokens: inContext.strippedTokens,
+      });
     const a = hit?.tokens ?? 0;
     const writes: CacheEntry[] = [];
     const belowMinimum: Breakpoint[] = [];

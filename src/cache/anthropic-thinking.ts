@@ -14,6 +14,8 @@ export interface ThinkingInContext {
   /** Thinking blocks stripped, and their estimated tokens (not in the prompt, not billed as input). */
   stripped: number;
   strippedTokens: number;
+  /** Estimated tokens of the prefix before the first stripped block (0 when none was stripped). */
+  before: number;
 }
 
 /**
@@ -23,7 +25,7 @@ export interface ThinkingInContext {
  * ending before the first of them still can. Thinking after that user content (the current tool loop) stays.
  */
 export function thinkingInContext(prefix: Prefix, facts: AnthropicModelFacts): ThinkingInContext {
-  if (facts.keepsThinking) return { prefix, stripped: 0, strippedTokens: 0 };
+  if (facts.keepsThinking) return { prefix, stripped: 0, strippedTokens: 0, before: 0 };
   const m = prefix.levels.messages;
   let lastUserContent = -1;
   for (let i = m.end - 1; i >= m.start; i--) {
@@ -35,17 +37,20 @@ export function thinkingInContext(prefix: Prefix, facts: AnthropicModelFacts): T
   }
   let stripped = 0;
   let strippedTokens = 0;
+  let before = 0;
   for (let i = m.start; i < lastUserContent; i++) {
     const b = prefix.blocks[i] as PrefixBlock;
     if (THINKING.has(b.kind)) {
+      if (!stripped) before = b.cumulativeTokens - b.tokens;
       stripped++;
       strippedTokens += b.tokens;
     }
   }
-  if (!stripped) return { prefix, stripped: 0, strippedTokens: 0 };
+  if (!stripped) return { prefix, stripped: 0, strippedTokens: 0, before: 0 };
   return {
     prefix: dropBlocks(prefix, (b) => b.index < lastUserContent && THINKING.has(b.kind)),
     stripped,
     strippedTokens,
+    before,
   };
 }

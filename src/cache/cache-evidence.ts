@@ -12,7 +12,13 @@ export type Unreadable =
   | { reason: 'pending'; blockIndex: number; tokens: number }
   | { reason: 'below_minimum'; tokens: number; minimum: number }
   | { reason: 'other_route' }
-  | { reason: 'rounded'; tokens: number; granularity: number };
+  | { reason: 'rounded'; tokens: number; granularity: number }
+  /**
+   * Thinking blocks stripped from context (older models, prompt-caching.md "Caching with thinking
+   * blocks"): `tokens` of the prefix lie before the first of them, the most an entry written while they
+   * were in the prompt can still give; `blocks` and `strippedTokens` say what left the prompt.
+   */
+  | { reason: 'thinking_stripped'; tokens: number; blocks: number; strippedTokens: number };
 
 /** What one request could read, and why not more. Tokens are the model's estimates. */
 export interface CacheEvidence {

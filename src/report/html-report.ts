@@ -22,6 +22,7 @@ export const CAUSE_COLORS: Record<BustCause, string> = {
   below_minimum: '#5c940d',
   lookback_exceeded: '#0b7285',
   concurrent: '#862e9c',
+  thinking_stripped: '#a61e4d',
   unexplained: '#495057',
 };
 
