@@ -135,6 +135,15 @@ describe('the evidence behind the causes', () => {
     }
   });
 
+  it('previous_response_id chains are read whole: every chained turn continues, none is params_changed', () => {
+    const list = score.outcomes.filter((o) => o.sent.plan.event.startsWith('responses_chain'));
+    expect(list.filter((o) => o.sent.plan.chain).length).toBeGreaterThan(20);
+    for (const o of list)
+      expect(o.row?.relation, o.sent.plan.session).toBe(o.sent.plan.chain ? 'continues' : 'new');
+    expect(describeRows(list.filter((o) => o.got === 'params_changed'))).toEqual([]);
+    for (const o of injected('responses_chain_instructions')) expect(o.got).toBe('system_changed');
+  });
+
   it('a correct summary fork costs nothing, nor does the main line’s next turn', () => {
     const list = score.outcomes.filter((o) => o.sent.plan.event === 'summary_fork');
     expect(list.length).toBeGreaterThan(0);

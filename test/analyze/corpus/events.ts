@@ -1,6 +1,7 @@
 // The events the corpus injects, one per session, each with the cause the analyzer must name (or none),
 // and the control with no event. The lists live in their own files by kind.
 
+import { chainEvents } from './chain-events.js';
 import { messageEvents, paramEvents, resumeEvent, systemEvents, toolEvents } from './edit-events.js';
 import { always, type EventDef, linear, session } from './event-shapes.js';
 import { forkEvents } from './line-events.js';
@@ -24,5 +25,6 @@ export const EVENTS: readonly EventDef[] = [
   ...concurrencyEvents,
   ...forkEvents,
   ...wireEvents,
+  ...chainEvents,
   resumeEvent,
 ];

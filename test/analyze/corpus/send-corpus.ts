@@ -97,6 +97,13 @@ export async function sendCorpus(sessions: readonly CorpusSession[]): Promise<Co
     full: clientsFor(proxies.full.url, KEYS.full),
   };
   const sent: SentRequest[] = [];
+  // The latest response of each session, for the turns sent as previous_response_id chains.
+  const latest = new Map<string, string>();
+  const send = async (c: Clients, plan: PlannedRequest): Promise<string> => {
+    const id = await sendPlan(c, plan, latest.get(plan.session));
+    if (id) latest.set(plan.session, id);
+    return id;
+  };
   try {
     const origin = clock.now();
     for (const step of timeline(sessions)) {
@@ -140,7 +147,7 @@ function clientsFor(url: string, keys: { anthropic: string; openai: string }): C
  * Sends one request with the SDK its format belongs to; resolves to the response id (empty for a
  * count_tokens call, or a refusal the plan expects; any other error fails the run).
  */
-async function send(c: Clients, plan: PlannedRequest): Promise<string> {
+async function sendPlan(c: Clients, plan: PlannedRequest, previous: string | undefined): Promise<string> {
   const fault = plan.kind === 'rate_limited' ? 'rate-limit' : plan.stallMs ? `stall=${plan.stallMs}` : '';
   const headers = { ...plan.headers, ...(fault ? { 'x-sim-fault': fault } : {}) };
   if (plan.kind === 'count_tokens') {
@@ -157,11 +164,25 @@ async function send(c: Clients, plan: PlannedRequest): Promise<string> {
     if (status !== want) throw new Error(`${plan.session}: expected a ${want}, got ${status}`);
     return '';
   }
-  return sendTurn(c, plan, headers);
+  return sendTurn(c, plan, headers, previous);
 }
 
-async function sendTurn(c: Clients, plan: PlannedRequest, headers: Record<string, string>): Promise<string> {
-  const body = plan.body as never;
+async function sendTurn(
+  c: Clients,
+  plan: PlannedRequest,
+  headers: Record<string, string>,
+  previous?: string,
+): Promise<string> {
+  if (plan.chain && !previous) throw new Error(`${plan.session}: a chained turn with no response before it`);
+  const body = (
+    plan.chain
+      ? {
+          ...plan.body,
+          previous_response_id: previous,
+          input: (plan.body.input as Json[]).slice(plan.chain.after),
+        }
+      : plan.body
+  ) as never;
   if (plan.format === 'anthropic') {
     if (plan.stream) return (await c.anthropic.messages.stream(body, { headers }).finalMessage()).id;
     return ((await c.anthropic.messages.create(body, { headers })) as { id: string }).id;

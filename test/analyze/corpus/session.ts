@@ -49,6 +49,11 @@ export interface PlannedRequest {
   /** This request carries the session's event. */
   injected: boolean;
   line: Line;
+  /**
+   * Responses: sent chained on the session's previous response (`previous_response_id`), with only the
+   * input items from `after` on (the earlier ones and the reply are the provider's stored context).
+   */
+  chain?: { after: number };
 }
 
 export interface SessionOptions {
