@@ -64,7 +64,9 @@ export class ResponseChains {
    */
   whole(prefix: Prefix, inputTokens?: number): WholeRequest {
     const done = this.made.get(prefix);
-    if (done && (done.prefix === prefix || inputTokens === undefined)) return done;
+    // Recomputed only to size a context it never saw from usage that has since come.
+    if (done && (done.prefix === prefix || inputTokens === undefined || done.chain?.context !== 'unknown'))
+      return done;
     const id = prefix.body.fields.previous_response_id;
     if (prefix.format !== 'openai-responses' || typeof id !== 'string' || !id) return { prefix };
     const seen = this.responses.get(id);

@@ -142,6 +142,8 @@ export async function replayCaptures(
       reparse: (b, h) => builder.parse(b, { format, headers: { 'anthropic-beta': h['anthropic-beta'] } }),
     });
     conversations.commit(tracked, record.route, record.status);
+    // A Responses request chained on this one's response continues it (previous_response_id).
+    if (record.responseId) conversations.answered(tracked, record.responseId);
     fixStates.set(record.id, out.states);
     pairs.set(record.id, { client: client.blocks, forwarded: out.prefix.blocks });
     if (out.changed) changed++;

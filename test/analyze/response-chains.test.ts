@@ -103,6 +103,36 @@ describe('previous_response_id chains through the proxy: conversation, capture a
     expect(misses[0]?.rewrittenTokens).toBe(usage(responses[1] as Json).input_tokens);
   });
 
+  it('a chain on a response the proxy never saw: one opaque block sized from usage, still priced right', async () => {
+    const h = await startProxy({ capture: 'hashes' });
+    const instructions = filler(600, 1);
+    const user = (n: number) => [{ role: 'user', content: `${SECRET} ${n}: ${filler(400, 40 + n)}` }];
+    // The first turn goes straight to the simulator (another proxy, or before a restart).
+    const first = await send(h.openai(true), { model: 'gpt-5.6', instructions, input: user(1) }, false);
+    const responses: Json[] = [];
+    let previous = first.id as string;
+    for (let turn = 2; turn <= 4; turn++) {
+      const r = await send(
+        h.openai(),
+        { model: 'gpt-5.6', instructions, previous_response_id: previous, input: user(turn) },
+        turn === 3,
+      );
+      responses.push(r);
+      previous = r.id as string;
+    }
+    const records = (await h.records()).map((r) => r.record);
+    expect(records.map((r) => r.chain?.context)).toEqual(['unknown', 'unknown', 'unknown']);
+    for (const [i, r] of records.entries())
+      expect(r.prefix?.totalTokens).toBe(usage(responses[i] as Json).input_tokens);
+    expect(records.map((r) => r.conversation?.relation)).toEqual(['new', 'continues', 'continues']);
+    const result = await analyzePaths([h.dir], { prices: new PriceTable() });
+    expect(result.requests.map((r) => r.relation)).toEqual(['new', 'continues', 'continues']);
+    expect(result.requests.slice(1).map((r) => r.expectedRead)).toEqual(
+      responses.slice(1).map((r) => usage(r).input_tokens_details.cached_tokens),
+    );
+    expect(result.misses.filter((m) => m.cause !== 'cold_start')).toEqual([]);
+  });
+
   it('with fixes on (the request is read whole first), a chain still resolves as one conversation', async () => {
     const h = await startProxy({ capture: 'hashes', fixes: ['tools-sort'] });
     await chainedSession(h.openai());
