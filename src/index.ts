@@ -99,7 +99,20 @@ export {
   type PrefixLevelInfo,
   parsePrefix,
 } from './prefix/build-prefix.js';
-export { chainedBody, chainPrefix, inputFragment, outputFragment } from './prefix/chained-prefix.js';
+export {
+  type ChainedPrefix,
+  type ContextBlock,
+  chainBlocks,
+  chainedBody,
+  chainPrefix,
+  contextBlocks,
+  inputFragment,
+  itemBlocks,
+  type OpaquePart,
+  opaqueBlocks,
+  opaqueItem,
+  outputFragment,
+} from './prefix/chained-prefix.js';
 export { describeComparison, describeDivergence } from './prefix/describe-divergence.js';
 export { dropBlocks } from './prefix/drop-blocks.js';
 export {
