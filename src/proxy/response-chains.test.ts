@@ -1,3 +1,7 @@
+// The proxy's chain memory: a chained request made whole as its resent bytes would be, opaque blocks where
+// it saw nothing, store: false kept out, and the bounds held. Identities only: nothing it holds is text.
+
+import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
 import { chainPrefix } from '../prefix/chained-prefix.js';
@@ -12,7 +16,7 @@ const out = (text: string) => [
 describe('ResponseChains (the proxy keeps identities of chained context, never text)', () => {
   it('makes a chained request whole, as the resent bytes would be; the same again on its result', () => {
     const chains = new ResponseChains();
-    const first = parse({ model: 'gpt-5.4', instructions: 'x', input: 'one' });
+    const first = parse({ model: 'gpt-5.4', instructions: 'x', input: 'a-secret-question' });
     expect(chains.whole(first)).toEqual({ prefix: first });
     chains.remember(first, 'resp_1', out('a'), 3);
     const second = parse({
@@ -27,8 +31,13 @@ describe('ResponseChains (the proxy keeps identities of chained context, never t
       chainPrefix(b, first, out('a'), second).blocks.map((x) => x.hash),
     );
     expect(chains.whole(whole.prefix)).toBe(whole);
-    // Nothing it holds is text.
-    expect(JSON.stringify(chains)).not.toContain('one');
+    // Nothing it holds is text: its whole state, looked into to the bottom, has identities and no words.
+    const held = inspect(chains, { depth: Number.POSITIVE_INFINITY, maxArrayLength: null });
+    expect(held).toContain(first.blocks[first.blocks.length - 1]?.contentHash);
+    expect(held).not.toContain('a-secret-question');
+    expect(held).not.toContain('m_a');
+    expect(held).not.toContain(Buffer.from('a-secret').toString('hex').slice(0, 16));
+    expect(held).not.toMatch(/<Buffer/);
   });
 
   it('an output it did not see, or a response it never saw, stands as a block sized from usage', () => {

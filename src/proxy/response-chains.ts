@@ -29,6 +29,12 @@ export interface WholeRequest {
   context?: ContextBlock[];
 }
 
+/**
+ * A builder for one parse of output items: a kept builder would hold the last body it read (their text),
+ * and the request builder's memo is for request bodies.
+ */
+const scratch = () => new PrefixBuilder();
+
 const RANK: Record<ChainKnowledge, number> = { known: 0, output_unknown: 1, unknown: 2 };
 
 interface Remembered {
@@ -48,8 +54,6 @@ export class ResponseChains {
   private readonly responses: LruMap<Remembered>;
   private readonly maxBlocks: number;
   private blocks = 0;
-  /** Its own builder: output items parsed here never displace the request builder's memo. */
-  private readonly builder = new PrefixBuilder();
   private readonly made = new WeakMap<Prefix, WholeRequest>();
 
   constructor(options: ResponseChainsOptions = {}) {
@@ -75,7 +79,7 @@ export class ResponseChains {
     else {
       const rest = chainBlocks(prefix, []).prefix.totalTokens;
       const size = inputTokens !== undefined ? Math.max(0, inputTokens - rest) : 0;
-      chained = chainBlocks(prefix, opaqueBlocks(this.builder, id, 'context', size));
+      chained = chainBlocks(prefix, opaqueBlocks(scratch(), id, 'context', size));
     }
     const out: WholeRequest = {
       prefix: chained.prefix,
@@ -102,8 +106,8 @@ export class ResponseChains {
     const whole = this.whole(request);
     const before = whole.context ?? contextBlocks(whole.prefix);
     const tail = output
-      ? itemBlocks(this.builder, [outputFragment(output)])
-      : opaqueBlocks(this.builder, responseId, 'output', outputTokens ?? 0);
+      ? itemBlocks(scratch(), [outputFragment(output)])
+      : opaqueBlocks(scratch(), responseId, 'output', outputTokens ?? 0);
     const mine: ChainKnowledge = output ? 'known' : 'output_unknown';
     const earlier = whole.chain?.context ?? 'known';
     const knowledge = RANK[earlier] >= RANK[mine] ? earlier : mine;
