@@ -1,0 +1,58 @@
+// Resolves ProxyOptions into the settings the proxy runs with: address check, upstream URLs, the fixes in
+// run order, the clock and the log. It must never open a socket, a file or a state store.
+
+import type { Clock } from '../core/clock.js';
+import type { Fix } from '../fixes/fix.js';
+import { fixRegistry } from '../fixes/registry.js';
+import {
+  DEFAULT_ANTHROPIC_UPSTREAM,
+  DEFAULT_OPENAI_UPSTREAM,
+  ProxyConfigError,
+  type ProxyOptions,
+} from './proxy-options.js';
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
+
+export interface ProxyConfig {
+  host: string;
+  clock: Clock;
+  log: (line: string) => void;
+  upstreams: { anthropic: string; openai: string };
+  /** Named fixes in the registry's order, then fix objects. */
+  fixes: Fix[];
+}
+
+/** Throws ProxyConfigError, naming what to change, for an address or upstream that cannot be served. */
+export function resolveProxyConfig(options: ProxyOptions): ProxyConfig {
+  const host = options.host ?? '127.0.0.1';
+  if (!LOOPBACK.has(host) && !options.token) {
+    throw new ProxyConfigError(
+      `binding to ${host} exposes your credentials to that network: pass --token (and send it as x-cacheward-token), or bind 127.0.0.1`,
+    );
+  }
+  const log = options.log ?? ((line: string) => process.stderr.write(`cacheward proxy: ${line}\n`));
+  const upstreams = {
+    anthropic: (options.anthropicUpstream ?? options.upstream ?? DEFAULT_ANTHROPIC_UPSTREAM).replace(
+      /\/+$/,
+      '',
+    ),
+    openai: (options.openaiUpstream ?? options.upstream ?? DEFAULT_OPENAI_UPSTREAM).replace(/\/+$/, ''),
+  };
+  for (const u of Object.values(upstreams)) {
+    try {
+      new URL(u);
+    } catch {
+      throw new ProxyConfigError(
+        `upstream ${u} is not a URL (e.g. https://api.anthropic.com or http://127.0.0.1:8080)`,
+      );
+    }
+  }
+  const registry = options.registry ?? fixRegistry(options.fixTtl ?? '1h');
+  // Named fixes run in the registry's order (whatever order they were named); fix objects after them.
+  const fixes = [
+    ...registry.resolve((options.fixes ?? []).filter((f): f is string => typeof f === 'string')),
+    ...(options.fixes ?? []).filter((f): f is Fix => typeof f !== 'string'),
+  ];
+  return { host, clock: options.clock ?? SYSTEM_CLOCK, log, upstreams, fixes };
+}
