@@ -2,7 +2,8 @@
 // Every value is checked before anything listens; a failure to start is one line, never a stack trace.
 
 import { type Command, Option } from 'commander';
-import { createProxy, type ProxyOptions, type RunningProxy } from '../proxy/create-proxy.js';
+import type { ListenOptions } from '../core/listen.js';
+import { type CachewardProxy, createProxy, type ProxyOptions } from '../proxy/create-proxy.js';
 import { OtlpConfigError, otlpOptions } from '../telemetry/otlp-config.js';
 import { parsePort, parseUpstream, portInUse } from './option-values.js';
 import { resolveToken, TOKEN_ENV } from './proxy-token.js';
@@ -72,6 +73,9 @@ export function addProxyOptions(cmd: Command, defaultPort: string): Command {
     );
 }
 
+/** createProxy options and where to listen, as the CLI gathers them. */
+export type CliProxyOptions = ProxyOptions & ListenOptions;
+
 /**
  * Checks the options and turns them into createProxy options (everything but `log` and `clock`). The token
  * comes from --token-file, CACHEWARD_TOKEN or --token; `warn` hears that --token shows in ps.
@@ -79,7 +83,7 @@ export function addProxyOptions(cmd: Command, defaultPort: string): Command {
 export function proxyOptionsFrom(
   opts: ProxyCliOptions,
   warn: (line: string) => void = () => {},
-): ProxyOptions {
+): CliProxyOptions {
   const port = parsePort('--port', opts.port);
   const maxMb = opts.maxMb === undefined ? undefined : Number(opts.maxMb);
   if (maxMb !== undefined && (!Number.isFinite(maxMb) || maxMb <= 0))
@@ -131,13 +135,16 @@ export function proxyOptionsFrom(
 }
 
 /** Starts the proxy; a port in use, an unknown fix or a refused configuration is an InputError. */
-export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
+export async function startProxy(options: CliProxyOptions): Promise<CachewardProxy> {
+  const { port, host, ...rest } = options;
   try {
-    return await createProxy(options);
+    const proxy = createProxy(rest);
+    await proxy.listen({ ...(port !== undefined ? { port } : {}), ...(host !== undefined ? { host } : {}) });
+    return proxy;
   } catch (err) {
     if (portInUse(err))
       throw new InputError(
-        `--port ${options.port}: already in use (another cacheward proxy?); pass another port, or --port 0 for any free one`,
+        `--port ${port}: already in use (another cacheward proxy?); pass another port, or --port 0 for any free one`,
       );
     throw new InputError((err as Error).message);
   }

@@ -1,7 +1,8 @@
-// Resolves ProxyOptions into the settings the proxy runs with: address check, upstream URLs, the fixes in
+// Resolves ProxyOptions into the settings the proxy runs with: the address check, upstream URLs, the fixes in
 // run order, the clock and the log. It must never open a socket, a file or a state store.
 
 import type { Clock } from '../core/clock.js';
+import type { ListenOptions } from '../core/listen.js';
 import type { Fix } from '../fixes/fix.js';
 import { fixRegistry } from '../fixes/registry.js';
 import {
@@ -15,7 +16,6 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
 
 export interface ProxyConfig {
-  host: string;
   clock: Clock;
   log: (line: string) => void;
   upstreams: { anthropic: string; openai: string };
@@ -23,14 +23,19 @@ export interface ProxyConfig {
   fixes: Fix[];
 }
 
-/** Throws ProxyConfigError, naming what to change, for an address or upstream that cannot be served. */
-export function resolveProxyConfig(options: ProxyOptions): ProxyConfig {
-  const host = options.host ?? '127.0.0.1';
+/** The address to bind; throws ProxyConfigError for one beyond loopback without a token. */
+export function listenHost(at: ListenOptions, options: Pick<ProxyOptions, 'token'>): string {
+  const host = at.host ?? '127.0.0.1';
   if (!LOOPBACK.has(host) && !options.token) {
     throw new ProxyConfigError(
       `binding to ${host} exposes your credentials to that network: pass --token (and send it as x-cacheward-token), or bind 127.0.0.1`,
     );
   }
+  return host;
+}
+
+/** Throws ProxyConfigError, naming what to change, for an upstream that cannot be served. */
+export function resolveProxyConfig(options: ProxyOptions): ProxyConfig {
   const log = options.log ?? ((line: string) => process.stderr.write(`cacheward proxy: ${line}\n`));
   const upstreams = {
     anthropic: (options.anthropicUpstream ?? options.upstream ?? DEFAULT_ANTHROPIC_UPSTREAM).replace(
@@ -54,5 +59,5 @@ export function resolveProxyConfig(options: ProxyOptions): ProxyConfig {
     ...registry.resolve((options.fixes ?? []).filter((f): f is string => typeof f === 'string')),
     ...(options.fixes ?? []).filter((f): f is Fix => typeof f !== 'string'),
   ];
-  return { host, clock: options.clock ?? SYSTEM_CLOCK, log, upstreams, fixes };
+  return { clock: options.clock ?? SYSTEM_CLOCK, log, upstreams, fixes };
 }

@@ -6,6 +6,7 @@ import type { CaptureMode } from '../capture/capture-record.js';
 import type { CaptureState } from '../capture/capture-writer.js';
 import type { Clock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
+import type { Listening, ListenOptions } from '../core/listen.js';
 import type { Fix, FixRegistry } from '../fixes/fix.js';
 import type { FixStateHealth } from '../state/fix-state-open.js';
 import type { StateHealth } from '../state/proxy-state.js';
@@ -44,10 +45,7 @@ export interface ProxyOptions {
   otlp?: string | OtlpOptions;
   /** The clock every timestamp comes from. Default: the system clock. */
   clock?: Clock;
-  /** Port (0 = any free one) and address; binding anywhere but loopback requires `token`. */
-  port?: number;
-  host?: string;
-  /** Required in the `x-cacheward-token` header of every request when set. */
+  /** Required in the `x-cacheward-token` header of every request when set; needed to bind beyond loopback. */
   token?: string;
   /** Host names served besides loopback names and IP literals (others are refused: DNS rebinding). */
   allowedHosts?: readonly string[];
@@ -59,16 +57,21 @@ export interface ProxyOptions {
   prices?: PriceTable;
 }
 
-/** A running proxy. */
-export interface RunningProxy {
-  url: string;
+/** A proxy: `await proxy.listen()`, send traffic to `proxy.url`, `await proxy.close()`. */
+export interface CachewardProxy extends Listening {
+  /**
+   * Opens the capture, the state and telemetry, then listens (default 127.0.0.1, any free port); resolves to
+   * the base URL. Rejects with ProxyConfigError for an address beyond loopback without `token`, a bad state
+   * URL or OTLP address. A proxy listens once: after `close()`, create another.
+   */
+  listen(at?: ListenOptions): Promise<string>;
+  /** Throws `CW_NOT_LISTENING` before `listen()` resolves; after `close()`, the final state. */
   health(): ProxyHealth;
   metrics(): string;
   /** Waits until every capture record so far is on disk (and, with OTLP on, sent to the collector). */
   flush(): Promise<void>;
   /** Every request, analyzed after its response (the live page, the log, OTLP). */
   live: LiveAnalysis;
-  close(): Promise<void>;
 }
 
 export interface ProxyHealth {

@@ -4,7 +4,12 @@
 import type { Server } from 'node:http';
 import type { AnthropicModelFacts } from '../cache/anthropic-models.js';
 import { type AdvanceableClock, OffsetClock } from '../core/clock.js';
-import { CachewardError } from '../core/errors.js';
+import {
+  AlreadyListeningError,
+  type Listening,
+  type ListenOptions,
+  NotListeningError,
+} from '../core/listen.js';
 import { errorResponse, type Provider } from '../wire/provider-errors.js';
 import { anthropicRoute } from './anthropic-route.js';
 import { type FaultRate, parseFaultRates } from './faults.js';
@@ -45,17 +50,17 @@ export interface SimulatorOptions {
   onError?: (err: unknown) => void;
 }
 
-/** A running simulator. */
-export interface Simulator {
+/** A simulator: in-process through `fetch` at once; over HTTP after `await sim.listen()`. */
+export interface Simulator extends Listening {
   /** A fetch that reaches the simulator in-process: `new Anthropic({ fetch: sim.fetch })`. */
   fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
   /** The Request → Response handler behind both `fetch` and HTTP. */
   handle: (request: Request) => Promise<Response>;
   clock: AdvanceableClock;
-  /** Starts HTTP on 127.0.0.1 (port 0 = any free port); resolves to the base URL. */
-  listen(port?: number, host?: string): Promise<string>;
-  /** The base URL once listening. */
-  readonly url: string | undefined;
+  /** Starts HTTP (default 127.0.0.1, any free port); resolves to the base URL. */
+  listen(at?: ListenOptions): Promise<string>;
+  /** The base URL; throws `CW_NOT_LISTENING` before `listen()` resolves and after `close()`. */
+  readonly url: string;
   /** Empties every cache and counter. */
   reset(): void;
   stats(): ReturnType<SimContext['stats']>;
@@ -120,15 +125,15 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       ),
     handle,
     clock: ctx.clock,
-    async listen(port = 0, host = '127.0.0.1') {
-      if (server)
-        throw new CachewardError('CW_SIM_LISTENING', 'the simulator is already listening: close() it first');
-      const started = await serve(handle, port, host, onError);
+    async listen(at: ListenOptions = {}) {
+      if (server) throw new AlreadyListeningError('simulator', 'is already listening: close() it first');
+      const started = await serve(handle, at.port ?? 0, at.host ?? '127.0.0.1', onError);
       server = started.server;
       url = started.url;
       return url;
     },
     get url() {
+      if (url === undefined) throw new NotListeningError('simulator');
       return url;
     },
     reset: () => ctx.reset(),
@@ -136,6 +141,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     async close() {
       const s = server;
       server = undefined;
+      url = undefined;
       if (!s) return;
       s.closeAllConnections();
       await new Promise<void>((resolve) => s.close(() => resolve()));

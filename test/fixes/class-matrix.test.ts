@@ -97,9 +97,9 @@ const CLASSES: Array<{ name: string; fix: string; cause: string; bodies: Json[] 
 async function run(bodies: Json[], fix?: string) {
   const clock = new VirtualClock();
   const sim = createSimulator({ clock });
-  const simUrl = await sim.listen(0);
+  const simUrl = await sim.listen();
   const dir = mkdtempSync(join(tmpdir(), 'cacheward-matrix-'));
-  const proxy = await createProxy({
+  const proxy = createProxy({
     upstream: simUrl,
     dir,
     clock,
@@ -107,6 +107,7 @@ async function run(bodies: Json[], fix?: string) {
     ...(fix ? { fixes: [fix] } : {}),
     log: () => {},
   });
+  await proxy.listen();
   try {
     for (const body of bodies) {
       clock.advance(30_000);

@@ -122,13 +122,14 @@ describe('fixes in the proxy', () => {
       const up = await echoUpstream();
       const dir = mkdtempSync(join(tmpdir(), 'cacheward-fix-'));
       const logs: string[] = [];
-      const p = await createProxy({
+      const p = createProxy({
         upstream: up.url,
         dir,
         capture: 'full',
         fixes: fixes as Fix[],
         log: (l) => logs.push(l),
       });
+      await p.listen();
       try {
         const res = await fetch(`${p.url}/v1/messages`, {
           method: 'POST',
@@ -163,7 +164,8 @@ describe('fixes in the proxy', () => {
   it('forwards a body the fixes cannot parse untouched', async () => {
     const up = await echoUpstream();
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-fix-bad-'));
-    const p = await createProxy({ upstream: up.url, dir, fixes: [shout as Fix], log: () => {} });
+    const p = createProxy({ upstream: up.url, dir, fixes: [shout as Fix], log: () => {} });
+    await p.listen();
     try {
       const bad = '{"model": oops';
       const res = await fetch(`${p.url}/v1/messages`, {

@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { afterAll } from 'vitest';
 import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
-import { createProxy, type ProxyOptions, type RunningProxy } from '../../src/proxy/create-proxy.js';
+import { type CachewardProxy, createProxy, type ProxyOptions } from '../../src/proxy/create-proxy.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/sim/simulator.js';
 
 export const API_KEY = 'cacheward-test-anthropic-key-0123456789abcdefghijklmnop';
@@ -18,7 +18,7 @@ export const OPENAI_KEY = 'cacheward-test-openai-key-0123456789abcdefghijk';
 export interface ProxyHarness {
   sim: Simulator;
   simUrl: string;
-  proxy: RunningProxy;
+  proxy: CachewardProxy;
   dir: string;
   clock: VirtualClock;
   anthropic(direct?: boolean): Anthropic;
@@ -33,10 +33,10 @@ export async function startProxy(
 ): Promise<ProxyHarness> {
   const clock = new VirtualClock();
   const sim = createSimulator({ clock, ...simOptions });
-  const simUrl = await sim.listen(0);
+  const simUrl = await sim.listen();
   const dir = options.dir ?? join(mkdtempSync(join(tmpdir(), 'cacheward-proxy-')), 'captures');
   const logs: string[] = [];
-  const proxy = await createProxy({
+  const proxy = createProxy({
     upstream: simUrl,
     dir,
     clock,
@@ -44,6 +44,7 @@ export async function startProxy(
     log: (l) => logs.push(l),
     ...options,
   });
+  await proxy.listen();
   afterAll(async () => {
     await proxy.close();
     await sim.close();

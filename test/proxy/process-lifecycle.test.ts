@@ -10,7 +10,7 @@ import { startCliProxy } from './cli-proxy.js';
 import { API_KEY } from './helpers.js';
 
 const sim = createSimulator({ maxBodyBytes: 64 * 1024 * 1024 });
-const simUrl = await sim.listen(0);
+const simUrl = await sim.listen();
 afterAll(() => sim.close());
 const captureDir = () => join(mkdtempSync(join(tmpdir(), 'cacheward-life-')), 'captures');
 

@@ -18,6 +18,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
+import { NotListeningError } from '../../src/core/listen.js';
 import { createProxy, ProxyConfigError } from '../../src/proxy/create-proxy.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { EPHEMERAL, messagesBody } from '../sim/helpers.js';
@@ -107,7 +108,8 @@ describe('upstream faults reach the client as the provider sent them', () => {
 
   it('answers 502 in the provider shape when the upstream cannot be reached', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-down-'));
-    const down = await createProxy({ upstream: 'http://127.0.0.1:9', dir, log: () => {} });
+    const down = createProxy({ upstream: 'http://127.0.0.1:9', dir, log: () => {} });
+    await down.listen();
     try {
       const res = await fetch(`${down.url}/v1/messages`, {
         method: 'POST',
@@ -143,7 +145,8 @@ describe('clients that go away', () => {
     await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
     const port = (slow.address() as AddressInfo).port;
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-abort-'));
-    const p = await createProxy({ upstream: `http://127.0.0.1:${port}`, dir, log: () => {} });
+    const p = createProxy({ upstream: `http://127.0.0.1:${port}`, dir, log: () => {} });
+    await p.listen();
     try {
       const controller = new AbortController();
       const res = await fetch(`${p.url}/v1/messages`, {
@@ -181,13 +184,14 @@ describe('capture never stops traffic', () => {
     const base = mkdtempSync(join(tmpdir(), 'cacheward-unwritable-'));
     writeFileSync(join(base, 'a-file'), 'not a folder');
     const sim = createSimulator();
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const logs: string[] = [];
-    const p = await createProxy({
+    const p = createProxy({
       upstream: simUrl,
       dir: join(base, 'a-file', 'captures'),
       log: (l) => logs.push(l),
     });
+    await p.listen();
     try {
       const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
       for (let i = 0; i < 3; i++) expect((await client.messages.create(body as never)).type).toBe('message');
@@ -218,9 +222,10 @@ describe('capture never stops traffic', () => {
     );
     for (const n of names) symlinkSync('/dev/full', n);
     const sim = createSimulator({ clock });
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const logs: string[] = [];
-    const p = await createProxy({ upstream: simUrl, dir, clock, log: (l) => logs.push(l) });
+    const p = createProxy({ upstream: simUrl, dir, clock, log: (l) => logs.push(l) });
+    await p.listen();
     try {
       const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
       for (let i = 0; i < 2; i++) expect((await client.messages.create(body as never)).type).toBe('message');
@@ -242,7 +247,7 @@ describe('capture never stops traffic', () => {
 describe('crash safety', () => {
   it('reads every complete record after kill -9, and names a torn last line', async () => {
     const sim = createSimulator();
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const dir = join(mkdtempSync(join(tmpdir(), 'cacheward-kill-')), 'captures');
     const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
     const child = spawn(
@@ -292,15 +297,18 @@ describe('crash safety', () => {
 
 describe('access', () => {
   it('refuses to bind beyond loopback without a token', async () => {
-    await expect(createProxy({ host: '0.0.0.0', log: () => {} })).rejects.toBeInstanceOf(ProxyConfigError);
+    const p = createProxy({ log: () => {} });
+    await expect(p.listen({ host: '0.0.0.0' })).rejects.toBeInstanceOf(ProxyConfigError);
+    expect(() => p.url).toThrow(NotListeningError);
   });
 
   it('requires the token when one is set, and strips it before the upstream', async () => {
     const sim = createSimulator();
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-token-'));
     mkdirSync(dir, { recursive: true });
-    const p = await createProxy({ upstream: simUrl, dir, token: 'secret-token-123', log: () => {} });
+    const p = createProxy({ upstream: simUrl, dir, token: 'secret-token-123', log: () => {} });
+    await p.listen();
     try {
       const no = await fetch(`${p.url}/v1/messages`, {
         method: 'POST',

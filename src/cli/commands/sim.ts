@@ -54,7 +54,7 @@ export function registerSim(program: Command, io: CliIO, setExit: (code: number)
       });
       let url: string;
       try {
-        url = await sim.listen(port, opts.host);
+        url = await sim.listen({ port, host: opts.host });
       } catch (err) {
         if (portInUse(err))
           throw new InputError(
