@@ -180,7 +180,7 @@ export async function runBustSession(
 ): Promise<BustSessionResult> {
   const sim = createSimulator({ clock });
   const simUrl = await sim.listen();
-  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'hashes', fixes, log: () => {} });
+  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'hashes', fixes, logger: {} });
   await proxy.listen();
   const steps = bustSessionSteps();
   try {

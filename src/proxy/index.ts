@@ -23,6 +23,7 @@ export {
   type ListenOptions,
   NotListeningError,
 } from '../core/listen.js';
+export { type Logger, lineLogger } from '../core/logger.js';
 export {
   type DeclaredChange,
   type Fix,

@@ -42,7 +42,7 @@ export async function openProxy(
   metrics: ProxyMetrics,
   live: LiveAnalysis,
 ): Promise<OpenProxy> {
-  const { clock, log, upstreams, fixes } = config;
+  const { clock, log, logger, upstreams, fixes } = config;
   const host = listenHost(at, options);
   const writer = new CaptureWriter({
     dir: options.dir ?? defaultCaptureDir(),
@@ -72,7 +72,7 @@ export async function openProxy(
   const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations: state.local });
   let telemetry: Awaited<ReturnType<typeof startTelemetry>>;
   try {
-    telemetry = await startTelemetry(options.otlp, log);
+    telemetry = await startTelemetry(options.otlp, logger.info);
   } catch (err) {
     await state.close();
     if (err instanceof OtlpConfigError) throw new ProxyConfigError(err.message);
@@ -82,7 +82,7 @@ export async function openProxy(
   const unsubscribe = live.subscribe((row, detail) => {
     if (row.cause && row.cause !== 'cold_start')
       metrics.miss(row.provider, row.cause, row.rewrittenTokens ?? 0, row.waste ?? null);
-    options.onRequest?.(row);
+    logger.request(row);
     telemetry?.export(detail);
   });
   const recording = new Set<Promise<void>>();
@@ -140,7 +140,7 @@ export async function openProxy(
   serveExpectContinue(server, (req, res) => listener(req, res));
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((err) => {
-      log(`unexpected error (the client got a 500): ${String(err)}`);
+      logger.error(`unexpected error (the client got a 500): ${String(err)}`, err);
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'application/json' });
         res.end(

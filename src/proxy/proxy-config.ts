@@ -1,10 +1,12 @@
 // Resolves ProxyOptions into the settings the proxy runs with: the address check, upstream URLs, the fixes in
-// run order, the clock and the log. It must never open a socket, a file or a state store.
+// run order, the clock and the logger. It must never open a socket, a file or a state store.
 
 import type { Clock } from '../core/clock.js';
 import type { ListenOptions } from '../core/listen.js';
+import { type LoggerChannels, lineLogger, loggerChannels } from '../core/logger.js';
 import type { Fix } from '../fixes/fix.js';
 import { fixRegistry } from '../fixes/registry.js';
+import type { LiveRequest } from './live-analysis.js';
 import {
   DEFAULT_ANTHROPIC_UPSTREAM,
   DEFAULT_OPENAI_UPSTREAM,
@@ -17,6 +19,8 @@ const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
 
 export interface ProxyConfig {
   clock: Clock;
+  logger: LoggerChannels<LiveRequest>;
+  /** What the proxy's parts report (capture, state, fixes): the logger's `warn`. */
   log: (line: string) => void;
   upstreams: { anthropic: string; openai: string };
   /** Named fixes in the registry's order, then fix objects. */
@@ -36,7 +40,11 @@ export function listenHost(at: ListenOptions, options: Pick<ProxyOptions, 'token
 
 /** Throws ProxyConfigError, naming what to change, for an upstream that cannot be served. */
 export function resolveProxyConfig(options: ProxyOptions): ProxyConfig {
-  const log = options.log ?? ((line: string) => process.stderr.write(`cacheward proxy: ${line}\n`));
+  const logger = loggerChannels(
+    options.logger,
+    lineLogger<LiveRequest>('cacheward proxy', (line) => process.stderr.write(`${line}\n`)),
+  );
+  const log = (line: string) => logger.warn(line);
   const upstreams = {
     anthropic: (options.anthropicUpstream ?? options.upstream ?? DEFAULT_ANTHROPIC_UPSTREAM).replace(
       /\/+$/,
@@ -59,5 +67,5 @@ export function resolveProxyConfig(options: ProxyOptions): ProxyConfig {
     ...registry.resolve((options.fixes ?? []).filter((f): f is string => typeof f === 'string')),
     ...(options.fixes ?? []).filter((f): f is Fix => typeof f !== 'string'),
   ];
-  return { clock: options.clock ?? SYSTEM_CLOCK, log, upstreams, fixes };
+  return { clock: options.clock ?? SYSTEM_CLOCK, logger, log, upstreams, fixes };
 }

@@ -7,6 +7,7 @@ import type { CaptureState } from '../capture/capture-writer.js';
 import type { Clock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
 import type { Listening, ListenOptions } from '../core/listen.js';
+import type { Logger } from '../core/logger.js';
 import type { Fix, FixRegistry } from '../fixes/fix.js';
 import type { FixStateHealth } from '../state/fix-state-open.js';
 import type { StateHealth } from '../state/proxy-state.js';
@@ -49,10 +50,12 @@ export interface ProxyOptions {
   token?: string;
   /** Host names served besides loopback names and IP literals (others are refused: DNS rebinding). */
   allowedHosts?: readonly string[];
-  /** Where the proxy says what happened (capture degraded, fix failures). Default stderr. */
-  log?: (line: string) => void;
-  /** Told about every finished request once the live analysis has named it (the CLI's log line). */
-  onRequest?: (row: LiveRequest) => void;
+  /**
+   * Where the proxy says what happened: `warn` (capture or state degraded, a fix failed open), `info`,
+   * `error` (a bug: the client got a 500), and `request` with every finished request once the live
+   * analysis has named it (the CLI's per-request line). Default: info, warn and error on stderr.
+   */
+  logger?: Logger<LiveRequest>;
   /** Prices for the live page, log and metrics (default the built-in dated table). */
   prices?: PriceTable;
 }

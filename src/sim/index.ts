@@ -8,6 +8,7 @@ export {
   type ListenOptions,
   NotListeningError,
 } from '../core/listen.js';
+export { type Logger, lineLogger } from '../core/logger.js';
 export { type Fault, type FaultName, type FaultRate, parseFaultRates, parseFaults } from './faults.js';
 export {
   parseReplyScript,

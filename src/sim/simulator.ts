@@ -10,6 +10,7 @@ import {
   type ListenOptions,
   NotListeningError,
 } from '../core/listen.js';
+import { type Logger, lineLogger, loggerChannels } from '../core/logger.js';
 import { errorResponse, type Provider } from '../wire/provider-errors.js';
 import { anthropicRoute } from './anthropic-route.js';
 import { type FaultRate, parseFaultRates } from './faults.js';
@@ -46,8 +47,8 @@ export interface SimulatorOptions {
    * `in_memory` instead of `24h` on models that support both (`cacheward sim --zdr`).
    */
   zdr?: boolean;
-  /** Where unexpected errors are reported (default stderr). */
-  onError?: (err: unknown) => void;
+  /** Where unexpected errors (bugs, answered with a 500) are reported: `logger.error`. Default stderr. */
+  logger?: Logger;
 }
 
 /** A simulator: in-process through `fetch` at once; over HTTP after `await sim.listen()`. */
@@ -85,8 +86,11 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     streamChunkChars: options.streamChunkChars ?? 24,
     zdr: options.zdr ?? false,
   });
-  const onError =
-    options.onError ?? ((err: unknown) => process.stderr.write(`cacheward sim: ${String(err)}\n`));
+  const logger = loggerChannels(
+    options.logger,
+    lineLogger('cacheward sim', (line) => process.stderr.write(`${line}\n`)),
+  );
+  const onError = (err: unknown) => logger.error(String(err), err);
   let server: Server | undefined;
   let url: string | undefined;
 

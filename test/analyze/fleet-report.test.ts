@@ -39,7 +39,7 @@ async function capture(n: number): Promise<string[]> {
       clock,
       dir: join(root, `proxy-${i}`),
       capture: 'hashes',
-      log: () => {},
+      logger: {},
     }),
   );
   await Promise.all(proxies.map((p) => p.listen()));

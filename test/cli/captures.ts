@@ -25,7 +25,7 @@ export async function fullCapture(): Promise<Captured> {
   const sim = createSimulator({ clock });
   const simUrl = await sim.listen();
   const dir = join(mkdtempSync(join(tmpdir(), 'cacheward-cli-')), 'captures');
-  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', log: () => {} });
+  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', logger: {} });
   await proxy.listen();
   const client = new Anthropic({
     apiKey: 'cacheward-test-anthropic-key-0123456789abcdefghijklmnop',

@@ -166,7 +166,7 @@ describe('a gate that checked nothing does not pass', () => {
     const sim = createSimulator({ clock });
     const simUrl = await sim.listen();
     const dir = tmp('count');
-    const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', log: () => {} });
+    const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', logger: {} });
     await proxy.listen();
     const body = agentConversation({ turns: 2, seed: 3 });
     const { max_tokens: _, ...counted } = body;

@@ -10,7 +10,7 @@ import { createProxy } from '../../src/proxy/create-proxy.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 
 const servers = {
-  proxy: () => createProxy({ dir: mkdtempSync(join(tmpdir(), 'cacheward-listen-')), log: () => {} }),
+  proxy: () => createProxy({ dir: mkdtempSync(join(tmpdir(), 'cacheward-listen-')), logger: {} }),
   simulator: () => createSimulator(),
 };
 

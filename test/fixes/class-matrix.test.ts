@@ -105,7 +105,7 @@ async function run(bodies: Json[], fix?: string) {
     clock,
     capture: 'full',
     ...(fix ? { fixes: [fix] } : {}),
-    log: () => {},
+    logger: {},
   });
   await proxy.listen();
   try {

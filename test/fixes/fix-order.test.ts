@@ -30,7 +30,7 @@ describe('fix order', () => {
       // A folder of its own: fix state restored from another run's file would be another conversation's.
       dir: mkdtempSync(join(tmpdir(), 'cacheward-fix-order-')),
       fixes: ['tools-freeze', 'pin-reminders'],
-      log: () => {},
+      logger: {},
     });
     await proxy.listen();
     try {

@@ -21,7 +21,7 @@ async function capture(
   const sim = createSimulator({ clock });
   const simUrl = await sim.listen();
   const dir = mkdtempSync(join(tmpdir(), 'cacheward-inv-'));
-  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', fixes, log: () => {} });
+  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', fixes, logger: {} });
   await proxy.listen();
   try {
     for (const body of bodies) {

@@ -40,7 +40,7 @@ describe('fix state survives a proxy restart', () => {
       });
       usage.push(((await res.json()) as { usage: Json }).usage);
     };
-    const first = createProxy({ upstream: simUrl, dir, clock, fixes: ['tools-freeze'], log: () => {} });
+    const first = createProxy({ upstream: simUrl, dir, clock, fixes: ['tools-freeze'], logger: {} });
     await first.listen();
     for (const b of bodies.slice(0, 3)) await send(first.url, b);
     await first.close();
@@ -49,7 +49,7 @@ describe('fix state survives a proxy restart', () => {
       dir,
       clock,
       fixes: ['tools-freeze'],
-      log: () => {},
+      logger: {},
     });
     await second.listen();
     for (const b of bodies.slice(3)) await send(second.url, b);
@@ -95,7 +95,7 @@ describe('whatif --fix', () => {
     const sim = createSimulator({ clock });
     const simUrl = await sim.listen();
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-whatif-fix-'));
-    const p = createProxy({ upstream: simUrl, dir, clock, capture: 'full', log: () => {} });
+    const p = createProxy({ upstream: simUrl, dir, clock, capture: 'full', logger: {} });
     await p.listen();
     for (const b of turns()) {
       clock.advance(10_000);
@@ -142,7 +142,7 @@ describe('under --capture hashes, no message text reaches the disk', () => {
       clock,
       capture: 'hashes',
       fixes: ['tools-freeze', 'pin-reminders'],
-      log: () => {},
+      logger: {},
     });
     await proxy.listen();
     const SECRET = 'zebra-quartz-secret-7731';

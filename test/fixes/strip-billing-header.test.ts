@@ -126,7 +126,7 @@ describe('strip-billing-header through the proxy, in front of a raw-prefix gatew
       dir: join(mkdtempSync(join(tmpdir(), 'cacheward-strip-')), 'captures'),
       capture: 'hashes',
       fixes: ['strip-billing-header'],
-      log: () => {},
+      logger: {},
     });
     await proxy.listen();
     afterAll(async () => {

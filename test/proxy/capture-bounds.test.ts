@@ -24,7 +24,7 @@ const captureBytes = (dir: string) =>
 describe('--max-mb', () => {
   it('holds the folder under the bound as records are written, not only at rotation', async () => {
     const dir = join(tmp(), 'captures');
-    const p = createProxy({ upstream: simUrl, dir, capture: 'full', maxMb: 0.25, log: () => {} });
+    const p = createProxy({ upstream: simUrl, dir, capture: 'full', maxMb: 0.25, logger: {} });
     await p.listen();
     try {
       const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
@@ -59,7 +59,7 @@ describe('--fix with a folder that cannot be written', () => {
       upstream: simUrl,
       dir: join(base, 'a-file', 'captures'),
       fixes: ['tools-sort'],
-      log: (l) => logs.push(l),
+      logger: { warn: (l) => logs.push(l) },
     });
     await p.listen();
     try {
@@ -85,7 +85,12 @@ describe('capture folder permissions', () => {
     const created = join(base, 'a', 'b');
     const logs: string[] = [];
     for (const dir of [created, base]) {
-      const p = createProxy({ upstream: simUrl, dir, capture: 'hashes', log: (l) => logs.push(l) });
+      const p = createProxy({
+        upstream: simUrl,
+        dir,
+        capture: 'hashes',
+        logger: { warn: (l) => logs.push(l) },
+      });
       await p.listen();
       const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
       for (let i = 0; i < 2; i++) await client.messages.create(messagesBody(3, 100) as never);

@@ -127,7 +127,7 @@ describe('fixes in the proxy', () => {
         dir,
         capture: 'full',
         fixes: fixes as Fix[],
-        log: (l) => logs.push(l),
+        logger: { warn: (l) => logs.push(l) },
       });
       await p.listen();
       try {
@@ -164,7 +164,7 @@ describe('fixes in the proxy', () => {
   it('forwards a body the fixes cannot parse untouched', async () => {
     const up = await echoUpstream();
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-fix-bad-'));
-    const p = createProxy({ upstream: up.url, dir, fixes: [shout as Fix], log: () => {} });
+    const p = createProxy({ upstream: up.url, dir, fixes: [shout as Fix], logger: {} });
     await p.listen();
     try {
       const bad = '{"model": oops';

@@ -41,7 +41,7 @@ export async function startProxy(
     dir,
     clock,
     capture: 'full',
-    log: (l) => logs.push(l),
+    logger: { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) },
     ...options,
   });
   await proxy.listen();

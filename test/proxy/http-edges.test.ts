@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 async function proxy(options: Partial<ProxyOptions>): Promise<CachewardProxy> {
-  const p = createProxy({ dir: dir(), log: () => {}, ...options });
+  const p = createProxy({ dir: dir(), logger: {}, ...options });
   await p.listen();
   closers.push(() => p.close());
   return p;

@@ -23,8 +23,7 @@ describe('the live page', () => {
     const proxy = createProxy({
       upstream: simUrl,
       dir: mkdtempSync(join(tmpdir(), 'cacheward-live-')),
-      log: () => {},
-      onRequest: (r) => rows.push(r),
+      logger: { request: (r) => rows.push(r) },
     });
     await proxy.listen();
     const browser = await launchChromium();

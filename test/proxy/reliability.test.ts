@@ -108,7 +108,7 @@ describe('upstream faults reach the client as the provider sent them', () => {
 
   it('answers 502 in the provider shape when the upstream cannot be reached', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-down-'));
-    const down = createProxy({ upstream: 'http://127.0.0.1:9', dir, log: () => {} });
+    const down = createProxy({ upstream: 'http://127.0.0.1:9', dir, logger: {} });
     await down.listen();
     try {
       const res = await fetch(`${down.url}/v1/messages`, {
@@ -145,7 +145,7 @@ describe('clients that go away', () => {
     await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
     const port = (slow.address() as AddressInfo).port;
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-abort-'));
-    const p = createProxy({ upstream: `http://127.0.0.1:${port}`, dir, log: () => {} });
+    const p = createProxy({ upstream: `http://127.0.0.1:${port}`, dir, logger: {} });
     await p.listen();
     try {
       const controller = new AbortController();
@@ -189,7 +189,7 @@ describe('capture never stops traffic', () => {
     const p = createProxy({
       upstream: simUrl,
       dir: join(base, 'a-file', 'captures'),
-      log: (l) => logs.push(l),
+      logger: { warn: (l) => logs.push(l) },
     });
     await p.listen();
     try {
@@ -224,7 +224,7 @@ describe('capture never stops traffic', () => {
     const sim = createSimulator({ clock });
     const simUrl = await sim.listen();
     const logs: string[] = [];
-    const p = createProxy({ upstream: simUrl, dir, clock, log: (l) => logs.push(l) });
+    const p = createProxy({ upstream: simUrl, dir, clock, logger: { warn: (l) => logs.push(l) } });
     await p.listen();
     try {
       const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
@@ -297,7 +297,7 @@ describe('crash safety', () => {
 
 describe('access', () => {
   it('refuses to bind beyond loopback without a token', async () => {
-    const p = createProxy({ log: () => {} });
+    const p = createProxy({ logger: {} });
     await expect(p.listen({ host: '0.0.0.0' })).rejects.toBeInstanceOf(ProxyConfigError);
     expect(() => p.url).toThrow(NotListeningError);
   });
@@ -307,7 +307,7 @@ describe('access', () => {
     const simUrl = await sim.listen();
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-token-'));
     mkdirSync(dir, { recursive: true });
-    const p = createProxy({ upstream: simUrl, dir, token: 'secret-token-123', log: () => {} });
+    const p = createProxy({ upstream: simUrl, dir, token: 'secret-token-123', logger: {} });
     await p.listen();
     try {
       const no = await fetch(`${p.url}/v1/messages`, {

@@ -21,7 +21,7 @@ beforeAll(async () => {
   const sim = createSimulator({ clock });
   const simUrl = await sim.listen();
   dir = mkdtempSync(join(tmpdir(), 'cacheward-notturns-'));
-  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', log: () => {} });
+  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', logger: {} });
   await proxy.listen();
   const first = agentConversation({ turns: 3, seed: 5 });
   const { max_tokens: _, ...counted } = first;

@@ -70,7 +70,7 @@ describe('OTLP export', () => {
       dir: mkdtempSync(join(tmpdir(), 'cacheward-otlp-')),
       fixes: ['tools-sort'],
       otlp: { endpoint: receiver.url, spanDelayMs: 20, metricIntervalMs: 60_000 },
-      log: () => {},
+      logger: {},
     });
     await proxy.listen();
     const ids = await drive(proxy, 'otel-session');
@@ -165,7 +165,7 @@ describe('OTLP export', () => {
       capture: 'off',
       dir: mkdtempSync(join(tmpdir(), 'cacheward-otlp-down-')),
       otlp: { endpoint: url, spanDelayMs: 10, metricIntervalMs: 60_000, exportTimeoutMs: 500 },
-      log: () => {},
+      logger: {},
     });
     await proxy.listen();
     const t0 = performance.now();

@@ -4,6 +4,7 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { PriceTable } from '../../analyze/price-table.js';
+import { lineLogger } from '../../core/logger.js';
 import type { CachewardProxy } from '../../proxy/create-proxy.js';
 import { analyzePaths } from '../../report/analyze-paths.js';
 import { loadPriceFile } from '../../report/price-file.js';
@@ -113,7 +114,7 @@ when signal N ended it).
         if (opts.sim) {
           sim = createSimulator({
             ...(script ? { script } : {}),
-            onError: (err) => io.err(`cacheward sim: ${String(err)}`),
+            logger: lineLogger('cacheward sim', (l) => io.err(l)),
           });
           upstream = await sim.listen({ host: '127.0.0.1' });
         }
@@ -122,7 +123,7 @@ when signal N ended it).
         proxy = await startProxy({
           ...proxyOptions,
           ...(upstream ? { upstream } : {}),
-          log: (line) => io.err(`cacheward proxy: ${line}`),
+          logger: lineLogger('cacheward proxy', (l) => io.err(l)),
         });
         const h = proxy.health();
         const url = proxy.url;

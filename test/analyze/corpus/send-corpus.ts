@@ -88,9 +88,9 @@ export async function sendCorpus(sessions: readonly CorpusSession[]): Promise<Co
       dir: dirs.hashes,
       clock,
       capture: 'hashes',
-      log: () => {},
+      logger: {},
     }),
-    full: createProxy({ upstream: simUrl, dir: dirs.full, clock, capture: 'full', log: () => {} }),
+    full: createProxy({ upstream: simUrl, dir: dirs.full, clock, capture: 'full', logger: {} }),
   };
   await Promise.all([proxies.hashes.listen(), proxies.full.listen()]);
   const clients = {
