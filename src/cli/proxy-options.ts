@@ -3,6 +3,7 @@
 
 import { type Command, Option } from 'commander';
 import type { ListenOptions } from '../core/listen.js';
+import { ttlFix } from '../fixes/ttl.js';
 import { type CachewardProxy, createProxy, type ProxyOptions } from '../proxy/create-proxy.js';
 import { OtlpConfigError, otlpOptions } from '../telemetry/otlp-config.js';
 import { parsePort, parseUpstream, portInUse } from './option-values.js';
@@ -123,10 +124,10 @@ export function proxyOptionsFrom(
       : {}),
     ...(opts.dir ? { dir: opts.dir } : {}),
     ...(maxMb !== undefined ? { maxMb } : {}),
-    ...(fixes.length ? { fixes } : {}),
+    // The ttl fix's lifetime is the fix's own option: `--fix ttl --ttl 5m` is ttlFix('5m').
+    ...(fixes.length ? { fixes: fixes.map((f) => (f === 'ttl' ? ttlFix(opts.ttl) : f)) } : {}),
     ...(token ? { token } : {}),
     ...(allowedHosts.length ? { allowedHosts } : {}),
-    fixTtl: opts.ttl,
     state: opts.state,
     statePrefix: opts.statePrefix,
     stateTimeoutMs,

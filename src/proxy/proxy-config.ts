@@ -61,11 +61,7 @@ export function resolveProxyConfig(options: ProxyOptions): ProxyConfig {
       );
     }
   }
-  const registry = options.registry ?? fixRegistry(options.fixTtl ?? '1h');
-  // Named fixes run in the registry's order (whatever order they were named); fix objects after them.
-  const fixes = [
-    ...registry.resolve((options.fixes ?? []).filter((f): f is string => typeof f === 'string')),
-    ...(options.fixes ?? []).filter((f): f is Fix => typeof f !== 'string'),
-  ];
+  // In the registry's order; a fix object takes the place of the built-in of its name (ttlFix('5m')).
+  const fixes = (options.registry ?? fixRegistry()).resolve(options.fixes ?? []);
   return { clock: options.clock ?? SYSTEM_CLOCK, logger, log, upstreams, fixes };
 }

@@ -29,11 +29,13 @@ export interface ProxyOptions {
   dir?: string;
   /** Bound on the capture folder's size in MB; the oldest files go first. */
   maxMb?: number;
-  /** Fixes by name (see `cacheward proxy --help`), or fix objects. */
+  /**
+   * Fixes by name (see `cacheward proxy --help`), or fix objects; they run in the registry's order. A fix
+   * with options is its factory's object: `fixes: ['tools-freeze', ttlFix('5m')]` (`ttl` alone is 1h).
+   */
   fixes?: ReadonlyArray<string | Fix>;
+  /** Where names are looked up (default the built-in fixes, `fixRegistry()`). */
   registry?: FixRegistry;
-  /** The `ttl` fix's lifetime (default 1h). */
-  fixTtl?: '5m' | '1h';
   /** Where the conversation index and fix state are kept across restarts (default `<dir>/state`). */
   stateDir?: string;
   /** `memory` (default: memory and the state file) or `redis://HOST:PORT[/DB]`, shared by a fleet. */
