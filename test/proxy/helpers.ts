@@ -10,6 +10,7 @@ import { afterAll } from 'vitest';
 import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
 import { type CachewardProxy, createProxy, type ProxyOptions } from '../../src/proxy/create-proxy.js';
+import type { LiveRequest } from '../../src/proxy/live-analysis.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/sim/simulator.js';
 
 export const API_KEY = 'cacheward-test-anthropic-key-0123456789abcdefghijklmnop';
@@ -68,4 +69,14 @@ export async function startProxy(
       return out;
     },
   };
+}
+
+/** Resolves with the next request the proxy's live analysis names (every finished API request is one). */
+export function nextLiveRequest(proxy: CachewardProxy): Promise<LiveRequest> {
+  return new Promise((resolve) => {
+    const off = proxy.live.subscribe((row) => {
+      off();
+      resolve(row);
+    });
+  });
 }

@@ -53,7 +53,7 @@ describe('a client that sends the whole body before reading (Python requests, ht
         /could not reach the upstream/,
       );
       if (first.headers.connection === 'close') {
-        await new Promise((r) => setTimeout(r, 200));
+        await conn.whenClosed();
         expect(conn.closed).toBe(true);
       } else {
         await conn.writeWhole(`GET /_cacheward/health HTTP/1.1\r\nhost: ${hostOf(p.url)}\r\n\r\n`);
