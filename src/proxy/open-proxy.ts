@@ -44,15 +44,6 @@ export async function openProxy(
 ): Promise<OpenProxy> {
   const { clock, log, logger, upstreams, fixes } = config;
   const host = listenHost(at, options);
-  const writer = new CaptureWriter({
-    dir: options.dir ?? defaultCaptureDir(),
-    mode: options.capture ?? 'hashes',
-    clock,
-    log,
-    ...(options.maxMb !== undefined ? { maxBytes: options.maxMb * 1024 * 1024 } : {}),
-  });
-  const memory = new MemoryRelease(() => writer.flush());
-  const builder = new PrefixBuilder();
   // Conversations and fix state: memory and a state file, or Redis for a fleet (state/).
   let state: Awaited<ReturnType<typeof createProxyState>>;
   try {
@@ -69,7 +60,6 @@ export async function openProxy(
     if (err instanceof StateConfigError) throw new ProxyConfigError(err.message);
     throw err;
   }
-  const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations: state.local });
   let telemetry: Awaited<ReturnType<typeof startTelemetry>>;
   try {
     telemetry = await startTelemetry(options.otlp, logger.info);
@@ -78,6 +68,18 @@ export async function openProxy(
     if (err instanceof OtlpConfigError) throw new ProxyConfigError(err.message);
     throw err;
   }
+  // The capture opens its first file at once: only once the state and telemetry are known to start, so a
+  // configuration refused above leaves no file behind.
+  const writer = new CaptureWriter({
+    dir: options.dir ?? defaultCaptureDir(),
+    mode: options.capture ?? 'hashes',
+    clock,
+    log,
+    ...(options.maxMb !== undefined ? { maxBytes: options.maxMb * 1024 * 1024 } : {}),
+  });
+  const memory = new MemoryRelease(() => writer.flush());
+  const builder = new PrefixBuilder();
+  const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations: state.local });
   // Causes for the page, the log, the metrics and OTLP: the report's analyzer, after each response ended.
   const unsubscribe = live.subscribe((row, detail) => {
     if (row.cause && row.cause !== 'cold_start')
