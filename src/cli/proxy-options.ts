@@ -78,8 +78,9 @@ export function addProxyOptions(cmd: Command, defaultPort: string): Command {
 export type CliProxyOptions = ProxyOptions & ListenOptions;
 
 /**
- * Checks the options and turns them into createProxy options (everything but `log` and `clock`). The token
- * comes from --token-file, CACHEWARD_TOKEN or --token; `warn` hears that --token shows in ps.
+ * Checks the options and turns them into createProxy options and where to listen (everything but `logger`
+ * and `clock`). The token comes from --token-file, CACHEWARD_TOKEN or --token; `warn` hears that --token
+ * shows in ps.
  */
 export function proxyOptionsFrom(
   opts: ProxyCliOptions,
@@ -135,7 +136,7 @@ export function proxyOptionsFrom(
   };
 }
 
-/** Starts the proxy; a port in use, an unknown fix or a refused configuration is an InputError. */
+/** Creates the proxy and listens; a port in use, an unknown fix or a refused configuration is an InputError. */
 export async function startProxy(options: CliProxyOptions): Promise<CachewardProxy> {
   const { port, host, ...rest } = options;
   try {
