@@ -149,8 +149,11 @@ describe('memory after a large body', () => {
       const peak = rss();
       // Then nothing: an idle proxy, as in the report (RSS stayed at 635 MB two minutes later). Before the
       // fix, full mode held ~300 MB here for good; now it settles within seconds, to within 100 MB of before.
-      // Its record is written in the second after the response: judge once that is over.
-      await new Promise((r) => setTimeout(r, 3_000));
+      // Judge once its record is on disk (the proxy's health counts it), not after a guessed pause.
+      type Health = { capture: { written: number } };
+      let health: Health;
+      do health = (await (await fetch(`${p.url}/_cacheward/health`)).json()) as Health;
+      while (health.capture.written < 6);
       let after = rss();
       for (let waited = 0; after > before + 100 && waited < 15_000; waited += 500) {
         await new Promise((r) => setTimeout(r, 500));
