@@ -88,6 +88,7 @@ export {
   type TextPosition,
   WireFormatError,
 } from './core/errors.js';
+export { type Logger, lineLogger } from './core/logger.js';
 export { BILLING_HEADER_PREFIX, billingHeaderUnit } from './prefix/billing-header.js';
 export {
   LEVELS,

@@ -2,7 +2,9 @@
 // Every value is checked before anything listens; a failure to start is one line, never a stack trace.
 
 import { type Command, Option } from 'commander';
-import { createProxy, type ProxyOptions, type RunningProxy } from '../proxy/create-proxy.js';
+import type { ListenOptions } from '../core/listen.js';
+import { ttlFix } from '../fixes/ttl.js';
+import { type CachewardProxy, createProxy, type ProxyOptions } from '../proxy/create-proxy.js';
 import { OtlpConfigError, otlpOptions } from '../telemetry/otlp-config.js';
 import { parsePort, parseUpstream, portInUse } from './option-values.js';
 import { resolveToken, TOKEN_ENV } from './proxy-token.js';
@@ -72,14 +74,18 @@ export function addProxyOptions(cmd: Command, defaultPort: string): Command {
     );
 }
 
+/** createProxy options and where to listen, as the CLI gathers them. */
+export type CliProxyOptions = ProxyOptions & ListenOptions;
+
 /**
- * Checks the options and turns them into createProxy options (everything but `log` and `clock`). The token
- * comes from --token-file, CACHEWARD_TOKEN or --token; `warn` hears that --token shows in ps.
+ * Checks the options and turns them into createProxy options and where to listen (everything but `logger`
+ * and `clock`). The token comes from --token-file, CACHEWARD_TOKEN or --token; `warn` hears that --token
+ * shows in ps.
  */
 export function proxyOptionsFrom(
   opts: ProxyCliOptions,
   warn: (line: string) => void = () => {},
-): ProxyOptions {
+): CliProxyOptions {
   const port = parsePort('--port', opts.port);
   const maxMb = opts.maxMb === undefined ? undefined : Number(opts.maxMb);
   if (maxMb !== undefined && (!Number.isFinite(maxMb) || maxMb <= 0))
@@ -119,10 +125,10 @@ export function proxyOptionsFrom(
       : {}),
     ...(opts.dir ? { dir: opts.dir } : {}),
     ...(maxMb !== undefined ? { maxMb } : {}),
-    ...(fixes.length ? { fixes } : {}),
+    // The ttl fix's lifetime is the fix's own option: `--fix ttl --ttl 5m` is ttlFix('5m').
+    ...(fixes.length ? { fixes: fixes.map((f) => (f === 'ttl' ? ttlFix(opts.ttl) : f)) } : {}),
     ...(token ? { token } : {}),
     ...(allowedHosts.length ? { allowedHosts } : {}),
-    fixTtl: opts.ttl,
     state: opts.state,
     statePrefix: opts.statePrefix,
     stateTimeoutMs,
@@ -130,14 +136,17 @@ export function proxyOptionsFrom(
   };
 }
 
-/** Starts the proxy; a port in use, an unknown fix or a refused configuration is an InputError. */
-export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
+/** Creates the proxy and listens; a port in use, an unknown fix or a refused configuration is an InputError. */
+export async function startProxy(options: CliProxyOptions): Promise<CachewardProxy> {
+  const { port, host, ...rest } = options;
   try {
-    return await createProxy(options);
+    const proxy = createProxy(rest);
+    await proxy.listen({ ...(port !== undefined ? { port } : {}), ...(host !== undefined ? { host } : {}) });
+    return proxy;
   } catch (err) {
     if (portInUse(err))
       throw new InputError(
-        `--port ${options.port}: already in use (another cacheward proxy?); pass another port, or --port 0 for any free one`,
+        `--port ${port}: already in use (another cacheward proxy?); pass another port, or --port 0 for any free one`,
       );
     throw new InputError((err as Error).message);
   }

@@ -6,6 +6,7 @@
  * (what it means, what to do). A new code is added here and there together.
  */
 export type ErrorCode =
+  | 'CW_ALREADY_LISTENING'
   | 'CW_CACHE_ASSERTION'
   | 'CW_CAPTURE_BODY'
   | 'CW_CAPTURE_WRITE'
@@ -24,11 +25,11 @@ export type ErrorCode =
   | 'CW_JSON_DEPTH'
   | 'CW_JSON_SYNTAX'
   | 'CW_LOCK_UNSUPPORTED'
+  | 'CW_NOT_LISTENING'
   | 'CW_OTLP_CONFIG'
   | 'CW_PRICE_FILE'
   | 'CW_PROXY_CONFIG'
   | 'CW_SIM_FAULT_SPEC'
-  | 'CW_SIM_LISTENING'
   | 'CW_SIM_SCRIPT'
   | 'CW_STATE_CONFIG'
   | 'CW_STATE_FILE'

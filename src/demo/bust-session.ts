@@ -179,8 +179,9 @@ export async function runBustSession(
   fixes: string[] = [],
 ): Promise<BustSessionResult> {
   const sim = createSimulator({ clock });
-  const simUrl = await sim.listen(0);
-  const proxy = await createProxy({ upstream: simUrl, dir, clock, capture: 'hashes', fixes, log: () => {} });
+  const simUrl = await sim.listen();
+  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'hashes', fixes, logger: {} });
+  await proxy.listen();
   const steps = bustSessionSteps();
   try {
     const send = async (step: SessionStep) => {

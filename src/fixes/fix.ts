@@ -84,14 +84,23 @@ export class FixRegistry {
     return [...this.fixes.keys()];
   }
 
-  /** The fixes for a list of names; throws naming any unknown one and the known ones. */
-  resolve(names: readonly string[]): Fix[] {
+  /**
+   * The fixes for a list of names or fix objects, in the registry's order (whatever order they were
+   * given; unordered ones after, as given). A fix object takes the place of the registered fix of its
+   * name, so `ttlFix('5m')` runs where `ttl` runs. Throws naming any unknown name and the known ones.
+   */
+  resolve(names: ReadonlyArray<string | Fix>): Fix[] {
     const rank = (n: string) => {
       const i = this.order.indexOf(n);
       return i < 0 ? this.order.length : i;
     };
-    const sorted = [...new Set(names)].sort((a, b) => rank(a) - rank(b));
-    return sorted.map((n) => {
+    const chosen = new Map<string, Fix>();
+    for (const n of names) {
+      if (typeof n !== 'string') {
+        chosen.set(n.name, n);
+        continue;
+      }
+      if (chosen.has(n)) continue;
       const fix = this.fixes.get(n);
       if (!fix) {
         const known = this.names();
@@ -99,8 +108,9 @@ export class FixRegistry {
           `unknown fix "${n}"; known fixes: ${known.length ? known.join(', ') : '(none yet)'}`,
         );
       }
-      return fix;
-    });
+      chosen.set(n, fix);
+    }
+    return [...chosen.values()].sort((a, b) => rank(a.name) - rank(b.name));
   }
 }
 

@@ -18,6 +18,13 @@ export { type CaptureState, CaptureWriter, type CaptureWriterOptions } from '../
 export { defaultCaptureDir } from '../capture/default-dir.js';
 export { CachewardError, type ErrorCode } from '../core/errors.js';
 export {
+  AlreadyListeningError,
+  type Listening,
+  type ListenOptions,
+  NotListeningError,
+} from '../core/listen.js';
+export { type Logger, lineLogger } from '../core/logger.js';
+export {
   type DeclaredChange,
   type Fix,
   type FixContext,
@@ -45,13 +52,13 @@ export {
   type Violation,
 } from '../replay/replay-captures.js';
 export {
+  type CachewardProxy,
   createProxy,
   DEFAULT_ANTHROPIC_UPSTREAM,
   DEFAULT_OPENAI_UPSTREAM,
   ProxyConfigError,
   type ProxyHealth,
   type ProxyOptions,
-  type RunningProxy,
 } from './create-proxy.js';
 export { type LiveRequest, liveLogLine } from './live-analysis.js';
 export { type CapturingFetch, type WrapFetchOptions, wrapFetch } from './wrap-fetch.js';

@@ -7,6 +7,7 @@ import { type CaptureState, CaptureWriter } from '../capture/capture-writer.js';
 import { defaultCaptureDir } from '../capture/default-dir.js';
 import { ConversationTracker } from '../conversation/conversation-tracker.js';
 import type { Clock } from '../core/clock.js';
+import { type Logger, lineLogger, loggerChannels } from '../core/logger.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { type ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';
@@ -21,7 +22,8 @@ export interface WrapFetchOptions {
   dir?: string;
   maxMb?: number;
   clock?: Clock;
-  log?: (line: string) => void;
+  /** Where capture problems are reported (`logger.warn`). Default stderr. */
+  logger?: Logger;
   /** Called with every finished exchange's record (whatever the capture mode), after the response ends. */
   onRecord?: (record: CaptureRecord) => void;
 }
@@ -45,7 +47,11 @@ async function bodyBytes(input: string | URL | Request, init?: RequestInit): Pro
 
 export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}): CapturingFetch {
   const clock = options.clock ?? { now: () => Date.now() };
-  const log = options.log ?? ((line: string) => process.stderr.write(`cacheward: ${line}\n`));
+  const logger = loggerChannels(
+    options.logger,
+    lineLogger('cacheward', (line) => process.stderr.write(`${line}\n`)),
+  );
+  const log = (line: string) => logger.warn(line);
   const writer = new CaptureWriter({
     dir: options.dir ?? defaultCaptureDir(),
     mode: options.capture ?? 'hashes',

@@ -2,6 +2,13 @@
 // Exports only what works; the cache models it serves live in `cacheward` (src/cache/).
 
 export { CachewardError, type ErrorCode } from '../core/errors.js';
+export {
+  AlreadyListeningError,
+  type Listening,
+  type ListenOptions,
+  NotListeningError,
+} from '../core/listen.js';
+export { type Logger, lineLogger } from '../core/logger.js';
 export { type Fault, type FaultName, type FaultRate, parseFaultRates, parseFaults } from './faults.js';
 export {
   parseReplyScript,

@@ -4,11 +4,18 @@
 import type { Server } from 'node:http';
 import type { AnthropicModelFacts } from '../cache/anthropic-models.js';
 import { type AdvanceableClock, OffsetClock } from '../core/clock.js';
-import { CachewardError } from '../core/errors.js';
+import {
+  AlreadyListeningError,
+  type Listening,
+  type ListenOptions,
+  NotListeningError,
+} from '../core/listen.js';
+import { type Logger, lineLogger, loggerChannels } from '../core/logger.js';
 import { errorResponse, type Provider } from '../wire/provider-errors.js';
 import { anthropicRoute } from './anthropic-route.js';
 import { type FaultRate, parseFaultRates } from './faults.js';
-import { chatCompletionsRoute, responsesRoute } from './openai-route.js';
+import { chatCompletionsRoute } from './openai-chat-route.js';
+import { responsesRoute } from './openai-responses-route.js';
 import type { ReplyScript } from './reply-script.js';
 import { SimContext } from './sim-context.js';
 import { serve } from './web-node-bridge.js';
@@ -40,21 +47,21 @@ export interface SimulatorOptions {
    * `in_memory` instead of `24h` on models that support both (`cacheward sim --zdr`).
    */
   zdr?: boolean;
-  /** Where unexpected errors are reported (default stderr). */
-  onError?: (err: unknown) => void;
+  /** Where unexpected errors (bugs, answered with a 500) are reported: `logger.error`. Default stderr. */
+  logger?: Logger;
 }
 
-/** A running simulator. */
-export interface Simulator {
+/** A simulator: in-process through `fetch` at once; over HTTP after `await sim.listen()`. */
+export interface Simulator extends Listening {
   /** A fetch that reaches the simulator in-process: `new Anthropic({ fetch: sim.fetch })`. */
   fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
   /** The Request → Response handler behind both `fetch` and HTTP. */
   handle: (request: Request) => Promise<Response>;
   clock: AdvanceableClock;
-  /** Starts HTTP on 127.0.0.1 (port 0 = any free port); resolves to the base URL. */
-  listen(port?: number, host?: string): Promise<string>;
-  /** The base URL once listening. */
-  readonly url: string | undefined;
+  /** Starts HTTP (default 127.0.0.1, any free port); resolves to the base URL. */
+  listen(at?: ListenOptions): Promise<string>;
+  /** The base URL; throws `CW_NOT_LISTENING` before `listen()` resolves and after `close()`. */
+  readonly url: string;
   /** Empties every cache and counter. */
   reset(): void;
   stats(): ReturnType<SimContext['stats']>;
@@ -79,8 +86,11 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     streamChunkChars: options.streamChunkChars ?? 24,
     zdr: options.zdr ?? false,
   });
-  const onError =
-    options.onError ?? ((err: unknown) => process.stderr.write(`cacheward sim: ${String(err)}\n`));
+  const logger = loggerChannels(
+    options.logger,
+    lineLogger('cacheward sim', (line) => process.stderr.write(`${line}\n`)),
+  );
+  const onError = (err: unknown) => logger.error(String(err), err);
   let server: Server | undefined;
   let url: string | undefined;
 
@@ -119,15 +129,15 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       ),
     handle,
     clock: ctx.clock,
-    async listen(port = 0, host = '127.0.0.1') {
-      if (server)
-        throw new CachewardError('CW_SIM_LISTENING', 'the simulator is already listening: close() it first');
-      const started = await serve(handle, port, host, onError);
+    async listen(at: ListenOptions = {}) {
+      if (server) throw new AlreadyListeningError('simulator', 'is already listening: close() it first');
+      const started = await serve(handle, at.port ?? 0, at.host ?? '127.0.0.1', onError);
       server = started.server;
       url = started.url;
       return url;
     },
     get url() {
+      if (url === undefined) throw new NotListeningError('simulator');
       return url;
     },
     reset: () => ctx.reset(),
@@ -135,6 +145,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     async close() {
       const s = server;
       server = undefined;
+      url = undefined;
       if (!s) return;
       s.closeAllConnections();
       await new Promise<void>((resolve) => s.close(() => resolve()));

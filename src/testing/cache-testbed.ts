@@ -68,7 +68,7 @@ export function createCacheTestbed(options: CacheTestbedOptions = {}): CacheTest
   const fetch = wrapFetch(simulator.fetch, {
     capture: 'off',
     clock,
-    log: () => {},
+    logger: {},
     onRecord(record) {
       // The analyzer's own row: a later request may re-name its relation (a provisional main line → fork).
       const row = analyzer.add(record);

@@ -31,19 +31,18 @@ function traffic(): Turn[] {
 async function capture(n: number): Promise<string[]> {
   const clock = new VirtualClock(Date.UTC(2026, 10, 30, 9, 0, 0));
   const sim = createSimulator({ clock });
-  const simUrl = await sim.listen(0);
+  const simUrl = await sim.listen();
   const root = mkdtempSync(join(tmpdir(), `cacheward-fleet-report-${n}-`));
-  const proxies = await Promise.all(
-    Array.from({ length: n }, (_, i) =>
-      createProxy({
-        upstream: simUrl,
-        clock,
-        dir: join(root, `proxy-${i}`),
-        capture: 'hashes',
-        log: () => {},
-      }),
-    ),
+  const proxies = Array.from({ length: n }, (_, i) =>
+    createProxy({
+      upstream: simUrl,
+      clock,
+      dir: join(root, `proxy-${i}`),
+      capture: 'hashes',
+      logger: {},
+    }),
   );
+  await Promise.all(proxies.map((p) => p.listen()));
   try {
     let i = 0;
     for (const t of traffic()) {

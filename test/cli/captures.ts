@@ -23,9 +23,10 @@ export interface Captured {
 export async function fullCapture(): Promise<Captured> {
   const clock = new VirtualClock();
   const sim = createSimulator({ clock });
-  const simUrl = await sim.listen(0);
+  const simUrl = await sim.listen();
   const dir = join(mkdtempSync(join(tmpdir(), 'cacheward-cli-')), 'captures');
-  const proxy = await createProxy({ upstream: simUrl, dir, clock, capture: 'full', log: () => {} });
+  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', logger: {} });
+  await proxy.listen();
   const client = new Anthropic({
     apiKey: 'cacheward-test-anthropic-key-0123456789abcdefghijklmnop',
     baseURL: proxy.url,

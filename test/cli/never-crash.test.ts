@@ -164,9 +164,10 @@ describe('a gate that checked nothing does not pass', () => {
   it('replay --gate on full captures passes, and says what it skipped (a count_tokens call)', async () => {
     const clock = new VirtualClock();
     const sim = createSimulator({ clock });
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const dir = tmp('count');
-    const proxy = await createProxy({ upstream: simUrl, dir, clock, capture: 'full', log: () => {} });
+    const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', logger: {} });
+    await proxy.listen();
     const body = agentConversation({ turns: 2, seed: 3 });
     const { max_tokens: _, ...counted } = body;
     for (const [route, b] of [

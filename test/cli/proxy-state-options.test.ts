@@ -1,7 +1,21 @@
 // `cacheward proxy` refuses a --state, --state-timeout-ms or --otlp it cannot use: one line, exit 2.
 
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from './run-cli.js';
+
+// No --dir: the default capture folder, pointed at a folder of this test's own, must stay empty.
+const stateHome = mkdtempSync(join(tmpdir(), 'cacheward-xdg-'));
+const before = process.env.XDG_STATE_HOME;
+beforeAll(() => {
+  process.env.XDG_STATE_HOME = stateHome;
+});
+afterAll(() => {
+  if (before === undefined) delete process.env.XDG_STATE_HOME;
+  else process.env.XDG_STATE_HOME = before;
+});
 
 describe('cacheward proxy state and telemetry options', () => {
   it.each([
@@ -21,5 +35,7 @@ describe('cacheward proxy state and telemetry options', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(message);
     expect(r.stderr).not.toContain('hunter2');
+    // A refused configuration leaves nothing behind (it used to leave an empty capture file).
+    expect(readdirSync(stateHome, { recursive: true })).toEqual([]);
   });
 });

@@ -7,7 +7,7 @@ import { startCliProxy } from '../proxy/cli-proxy.js';
 import { cli } from './run-cli.js';
 
 const sim = createSimulator({ requireApiKey: false });
-const simUrl = await sim.listen(0);
+const simUrl = await sim.listen();
 afterAll(() => sim.close());
 const tmp = () => mkdtempSync(join(tmpdir(), 'cacheward-token-cli-'));
 

@@ -97,16 +97,17 @@ const CLASSES: Array<{ name: string; fix: string; cause: string; bodies: Json[] 
 async function run(bodies: Json[], fix?: string) {
   const clock = new VirtualClock();
   const sim = createSimulator({ clock });
-  const simUrl = await sim.listen(0);
+  const simUrl = await sim.listen();
   const dir = mkdtempSync(join(tmpdir(), 'cacheward-matrix-'));
-  const proxy = await createProxy({
+  const proxy = createProxy({
     upstream: simUrl,
     dir,
     clock,
     capture: 'full',
     ...(fix ? { fixes: [fix] } : {}),
-    log: () => {},
+    logger: {},
   });
+  await proxy.listen();
   try {
     for (const body of bodies) {
       clock.advance(30_000);

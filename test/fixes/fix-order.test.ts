@@ -23,15 +23,16 @@ describe('fix order', () => {
 
   it('keeps a request valid when a reminder moves after a tool was announced (--fix tools-freeze,pin-reminders)', async () => {
     const sim = createSimulator();
-    const simUrl = await sim.listen(0);
-    const proxy = await createProxy({
+    const simUrl = await sim.listen();
+    const proxy = createProxy({
       upstream: simUrl,
       capture: 'off',
       // A folder of its own: fix state restored from another run's file would be another conversation's.
       dir: mkdtempSync(join(tmpdir(), 'cacheward-fix-order-')),
       fixes: ['tools-freeze', 'pin-reminders'],
-      log: () => {},
+      logger: {},
     });
+    await proxy.listen();
     try {
       // Claude Code-shaped: an MCP tool loaded at turn 3, a <system-reminder> moved into its own message at 4.
       const statuses: Array<[number, number]> = [];

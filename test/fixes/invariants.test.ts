@@ -19,9 +19,10 @@ async function capture(
 ): Promise<string> {
   const clock = new VirtualClock();
   const sim = createSimulator({ clock });
-  const simUrl = await sim.listen(0);
+  const simUrl = await sim.listen();
   const dir = mkdtempSync(join(tmpdir(), 'cacheward-inv-'));
-  const proxy = await createProxy({ upstream: simUrl, dir, clock, capture: 'full', fixes, log: () => {} });
+  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', fixes, logger: {} });
+  await proxy.listen();
   try {
     for (const body of bodies) {
       clock.advance(10_000);

@@ -27,7 +27,7 @@ describe('fix state survives a proxy restart', () => {
   it('keeps the frozen tools and announcements across a restart, so the cache still reads', async () => {
     const clock = new VirtualClock();
     const sim = createSimulator({ clock });
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-restart-'));
     const bodies = turns();
     const usage: Json[] = [];
@@ -40,16 +40,18 @@ describe('fix state survives a proxy restart', () => {
       });
       usage.push(((await res.json()) as { usage: Json }).usage);
     };
-    const first = await createProxy({ upstream: simUrl, dir, clock, fixes: ['tools-freeze'], log: () => {} });
+    const first = createProxy({ upstream: simUrl, dir, clock, fixes: ['tools-freeze'], logger: {} });
+    await first.listen();
     for (const b of bodies.slice(0, 3)) await send(first.url, b);
     await first.close();
-    const second = await createProxy({
+    const second = createProxy({
       upstream: simUrl,
       dir,
       clock,
       fixes: ['tools-freeze'],
-      log: () => {},
+      logger: {},
     });
+    await second.listen();
     for (const b of bodies.slice(3)) await send(second.url, b);
     await second.close();
     await sim.close();
@@ -91,9 +93,10 @@ describe('whatif --fix', () => {
   it('prices the replay with and without the fixes, per session', async () => {
     const clock = new VirtualClock();
     const sim = createSimulator({ clock });
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-whatif-fix-'));
-    const p = await createProxy({ upstream: simUrl, dir, clock, capture: 'full', log: () => {} });
+    const p = createProxy({ upstream: simUrl, dir, clock, capture: 'full', logger: {} });
+    await p.listen();
     for (const b of turns()) {
       clock.advance(10_000);
       const res = await fetch(`${p.url}/v1/messages`, {
@@ -131,16 +134,17 @@ describe('under --capture hashes, no message text reaches the disk', () => {
   it('keeps pins as hashes and only the tool definitions it must re-send', async () => {
     const clock = new VirtualClock();
     const sim = createSimulator({ clock });
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-hashes-state-'));
-    const proxy = await createProxy({
+    const proxy = createProxy({
       upstream: simUrl,
       dir,
       clock,
       capture: 'hashes',
       fixes: ['tools-freeze', 'pin-reminders'],
-      log: () => {},
+      logger: {},
     });
+    await proxy.listen();
     const SECRET = 'zebra-quartz-secret-7731';
     let conv = agentConversation({ turns: 2, seed: 61 });
     (conv.messages as Json[]).push(

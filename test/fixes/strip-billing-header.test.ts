@@ -121,13 +121,14 @@ describe('strip-billing-header through the proxy, in front of a raw-prefix gatew
     });
     await new Promise<void>((r) => gateway.listen(0, '127.0.0.1', r));
     const port = (gateway.address() as AddressInfo).port;
-    const proxy = await createProxy({
+    const proxy = createProxy({
       upstream: `http://127.0.0.1:${port}`,
       dir: join(mkdtempSync(join(tmpdir(), 'cacheward-strip-')), 'captures'),
       capture: 'hashes',
       fixes: ['strip-billing-header'],
-      log: () => {},
+      logger: {},
     });
+    await proxy.listen();
     afterAll(async () => {
       await proxy.close();
       await new Promise<void>((r) => gateway.close(() => r()));

@@ -13,7 +13,7 @@ import { messagesBody } from '../sim/helpers.js';
 import { API_KEY } from './helpers.js';
 
 const sim = createSimulator({ requireApiKey: false });
-const simUrl = await sim.listen(0);
+const simUrl = await sim.listen();
 afterAll(() => sim.close());
 const tmp = () => mkdtempSync(join(tmpdir(), 'cacheward-bounds-'));
 const captureBytes = (dir: string) =>
@@ -24,7 +24,8 @@ const captureBytes = (dir: string) =>
 describe('--max-mb', () => {
   it('holds the folder under the bound as records are written, not only at rotation', async () => {
     const dir = join(tmp(), 'captures');
-    const p = await createProxy({ upstream: simUrl, dir, capture: 'full', maxMb: 0.25, log: () => {} });
+    const p = createProxy({ upstream: simUrl, dir, capture: 'full', maxMb: 0.25, logger: {} });
+    await p.listen();
     try {
       const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
       let peak = 0;
@@ -54,12 +55,13 @@ describe('--fix with a folder that cannot be written', () => {
     const base = tmp();
     writeFileSync(join(base, 'a-file'), 'not a folder');
     const logs: string[] = [];
-    const p = await createProxy({
+    const p = createProxy({
       upstream: simUrl,
       dir: join(base, 'a-file', 'captures'),
       fixes: ['tools-sort'],
-      log: (l) => logs.push(l),
+      logger: { warn: (l) => logs.push(l) },
     });
+    await p.listen();
     try {
       const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
       for (let i = 0; i < 3; i++)
@@ -83,7 +85,13 @@ describe('capture folder permissions', () => {
     const created = join(base, 'a', 'b');
     const logs: string[] = [];
     for (const dir of [created, base]) {
-      const p = await createProxy({ upstream: simUrl, dir, capture: 'hashes', log: (l) => logs.push(l) });
+      const p = createProxy({
+        upstream: simUrl,
+        dir,
+        capture: 'hashes',
+        logger: { warn: (l) => logs.push(l) },
+      });
+      await p.listen();
       const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
       for (let i = 0; i < 2; i++) await client.messages.create(messagesBody(3, 100) as never);
       await p.close();

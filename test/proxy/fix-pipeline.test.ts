@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readCaptures } from '../../src/capture/capture-reader.js';
 import { type Fix, FixRegistry, runFixes, UnknownFixError } from '../../src/fixes/fix.js';
+import { ttlFix } from '../../src/fixes/ttl.js';
 import { parsePrefix } from '../../src/prefix/build-prefix.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
 
@@ -122,13 +123,14 @@ describe('fixes in the proxy', () => {
       const up = await echoUpstream();
       const dir = mkdtempSync(join(tmpdir(), 'cacheward-fix-'));
       const logs: string[] = [];
-      const p = await createProxy({
+      const p = createProxy({
         upstream: up.url,
         dir,
         capture: 'full',
         fixes: fixes as Fix[],
-        log: (l) => logs.push(l),
+        logger: { warn: (l) => logs.push(l) },
       });
+      await p.listen();
       try {
         const res = await fetch(`${p.url}/v1/messages`, {
           method: 'POST',
@@ -163,7 +165,8 @@ describe('fixes in the proxy', () => {
   it('forwards a body the fixes cannot parse untouched', async () => {
     const up = await echoUpstream();
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-fix-bad-'));
-    const p = await createProxy({ upstream: up.url, dir, fixes: [shout as Fix], log: () => {} });
+    const p = createProxy({ upstream: up.url, dir, fixes: [shout as Fix], logger: {} });
+    await p.listen();
     try {
       const bad = '{"model": oops';
       const res = await fetch(`${p.url}/v1/messages`, {
@@ -173,6 +176,35 @@ describe('fixes in the proxy', () => {
       });
       await res.text();
       expect(up.seen[0]?.body).toBe(bad);
+    } finally {
+      await p.close();
+      up.close();
+    }
+  });
+
+  it("takes a fix's options in its own object: ttlFix('5m') runs where ttl runs, first named or not", async () => {
+    const up = await echoUpstream();
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-fix-ttl-'));
+    const p = createProxy({ upstream: up.url, dir, fixes: [ttlFix('5m'), 'tools-sort'], logger: {} });
+    await p.listen();
+    try {
+      expect(p.health().fixes).toEqual(['tools-sort', 'ttl']);
+      const withTtl = JSON.stringify({
+        model: 'claude-opus-5',
+        max_tokens: 5,
+        system: [{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+        messages: [{ role: 'user', content: 'hello' }],
+      });
+      const res = await fetch(`${p.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'k', 'content-type': 'application/json' },
+        body: withTtl,
+      });
+      await res.text();
+      expect(JSON.parse(up.seen[0]?.body ?? '{}').system[0].cache_control).toEqual({
+        type: 'ephemeral',
+        ttl: '5m',
+      });
     } finally {
       await p.close();
       up.close();

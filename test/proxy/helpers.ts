@@ -9,7 +9,8 @@ import OpenAI from 'openai';
 import { afterAll } from 'vitest';
 import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
-import { createProxy, type ProxyOptions, type RunningProxy } from '../../src/proxy/create-proxy.js';
+import { type CachewardProxy, createProxy, type ProxyOptions } from '../../src/proxy/create-proxy.js';
+import type { LiveRequest } from '../../src/proxy/live-analysis.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/sim/simulator.js';
 
 export const API_KEY = 'cacheward-test-anthropic-key-0123456789abcdefghijklmnop';
@@ -18,7 +19,7 @@ export const OPENAI_KEY = 'cacheward-test-openai-key-0123456789abcdefghijk';
 export interface ProxyHarness {
   sim: Simulator;
   simUrl: string;
-  proxy: RunningProxy;
+  proxy: CachewardProxy;
   dir: string;
   clock: VirtualClock;
   anthropic(direct?: boolean): Anthropic;
@@ -33,17 +34,18 @@ export async function startProxy(
 ): Promise<ProxyHarness> {
   const clock = new VirtualClock();
   const sim = createSimulator({ clock, ...simOptions });
-  const simUrl = await sim.listen(0);
+  const simUrl = await sim.listen();
   const dir = options.dir ?? join(mkdtempSync(join(tmpdir(), 'cacheward-proxy-')), 'captures');
   const logs: string[] = [];
-  const proxy = await createProxy({
+  const proxy = createProxy({
     upstream: simUrl,
     dir,
     clock,
     capture: 'full',
-    log: (l) => logs.push(l),
+    logger: { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) },
     ...options,
   });
+  await proxy.listen();
   afterAll(async () => {
     await proxy.close();
     await sim.close();
@@ -67,4 +69,14 @@ export async function startProxy(
       return out;
     },
   };
+}
+
+/** Resolves with the next request the proxy's live analysis names (every finished API request is one). */
+export function nextLiveRequest(proxy: CachewardProxy): Promise<LiveRequest> {
+  return new Promise((resolve) => {
+    const off = proxy.live.subscribe((row) => {
+      off();
+      resolve(row);
+    });
+  });
 }

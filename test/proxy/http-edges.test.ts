@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createProxy, type ProxyOptions, type RunningProxy } from '../../src/proxy/create-proxy.js';
+import { type CachewardProxy, createProxy, type ProxyOptions } from '../../src/proxy/create-proxy.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { messagesBody } from '../sim/helpers.js';
 import { API_KEY } from './helpers.js';
@@ -18,8 +18,9 @@ afterAll(async () => {
   for (const c of closers.reverse()) await c();
 });
 
-async function proxy(options: Partial<ProxyOptions>): Promise<RunningProxy> {
-  const p = await createProxy({ dir: dir(), log: () => {}, ...options });
+async function proxy(options: Partial<ProxyOptions>): Promise<CachewardProxy> {
+  const p = createProxy({ dir: dir(), logger: {}, ...options });
+  await p.listen();
   closers.push(() => p.close());
   return p;
 }
@@ -34,7 +35,7 @@ async function listen(server: Server): Promise<string> {
 }
 
 const sim = createSimulator();
-const simUrl = await sim.listen(0);
+const simUrl = await sim.listen();
 closers.push(() => sim.close());
 const hostOf = (url: string) => new URL(url).host;
 const body = Buffer.from(JSON.stringify(messagesBody(3, 200)));
@@ -52,7 +53,7 @@ describe('a client that sends the whole body before reading (Python requests, ht
         /could not reach the upstream/,
       );
       if (first.headers.connection === 'close') {
-        await new Promise((r) => setTimeout(r, 200));
+        await conn.whenClosed();
         expect(conn.closed).toBe(true);
       } else {
         await conn.writeWhole(`GET /_cacheward/health HTTP/1.1\r\nhost: ${hostOf(p.url)}\r\n\r\n`);

@@ -18,14 +18,14 @@ type Params = Anthropic.MessageCreateParamsNonStreaming;
 describe('the live page', () => {
   it('shows each request as it finishes, and a miss with its cause, in headless Chromium', async () => {
     const sim = createSimulator();
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const rows: LiveRequest[] = [];
-    const proxy = await createProxy({
+    const proxy = createProxy({
       upstream: simUrl,
       dir: mkdtempSync(join(tmpdir(), 'cacheward-live-')),
-      log: () => {},
-      onRequest: (r) => rows.push(r),
+      logger: { request: (r) => rows.push(r) },
     });
+    await proxy.listen();
     const browser = await launchChromium();
     try {
       const { page, errors, foreign } = await watchedPage(browser, { width: 1200, height: 900 }, proxy.url);

@@ -10,35 +10,51 @@ import { startCliProxy } from './cli-proxy.js';
 import { API_KEY } from './helpers.js';
 
 const sim = createSimulator({ maxBodyBytes: 64 * 1024 * 1024 });
-const simUrl = await sim.listen(0);
+const simUrl = await sim.listen();
 afterAll(() => sim.close());
 const captureDir = () => join(mkdtempSync(join(tmpdir(), 'cacheward-life-')), 'captures');
 
 /** The documented bound: an exchange is on disk this long after its response ended, or sooner. */
 const WINDOW_MS = 250;
 
-async function load(
-  url: string,
-  ms: number,
-  acked: Array<{ id: string; at: number }>,
-  stopAt: () => boolean,
-) {
+/** Requests from 8 workers until `stopAt()`; `acked` hears each answer, `state.inflight` counts the open ones. */
+function load(url: string, acked: Acks, stopAt: () => boolean) {
   const client = new Anthropic({ apiKey: API_KEY, baseURL: url, maxRetries: 0 });
-  const until = Date.now() + ms;
   let n = 0;
-  await Promise.all(
+  const state = { inflight: 0 };
+  const done = Promise.all(
     Array.from({ length: 8 }, async (_, worker) => {
-      while (Date.now() < until && !stopAt()) {
+      while (!stopAt()) {
         const body = messagesBody(4 + (n++ % 20), 400 + worker);
+        state.inflight++;
         try {
           const r = await client.messages.create(body as never);
           acked.push({ id: r.id, at: Date.now() });
         } catch {
           return;
+        } finally {
+          state.inflight--;
         }
       }
     }),
   );
+  return { done, state };
+}
+
+/** Answers as they arrive, and a wait for the moment they satisfy a condition (an event, not a sleep). */
+class Acks {
+  readonly list: Array<{ id: string; at: number }> = [];
+  private waiters: Array<() => void> = [];
+  push(a: { id: string; at: number }): void {
+    this.list.push(a);
+    for (const w of this.waiters.splice(0)) w();
+  }
+  until(ok: (acks: Array<{ id: string; at: number }>) => boolean): Promise<void> {
+    return new Promise((resolve) => {
+      const check = () => (ok(this.list) ? resolve() : this.waiters.push(check));
+      check();
+    });
+  }
 }
 
 async function recordedIds(dir: string): Promise<Set<string>> {
@@ -52,36 +68,42 @@ describe('what reaches the capture when the proxy process dies', () => {
   it(`kill -9 loses only exchanges acknowledged in the last ${WINDOW_MS} ms`, async () => {
     const dir = captureDir();
     const p = await startCliProxy(['--upstream', simUrl, '--dir', dir, '--capture', 'full']);
-    const acked: Array<{ id: string; at: number }> = [];
+    const acked = new Acks();
     let killedAt = 0;
-    const run = load(p.url, 10_000, acked, () => killedAt > 0);
-    await new Promise((r) => setTimeout(r, 2_500));
+    const run = load(p.url, acked, () => killedAt > 0);
+    // 100 answers, then one more at least a window later: those 100 are all older than the window.
+    await acked.until((a) => a.length >= 100);
+    const hundredth = (acked.list[99] as { at: number }).at;
+    await acked.until((a) => (a.at(-1)?.at ?? 0) > hundredth + WINDOW_MS);
+    const inflightAtKill = run.state.inflight;
     p.child.kill('SIGKILL');
     killedAt = Date.now();
-    await run;
+    await run.done;
     await p.exited;
+    // The kill landed mid-traffic: requests were open, so records were being made and written.
+    expect(inflightAtKill).toBeGreaterThan(0);
     const ids = await recordedIds(dir);
-    const old = acked.filter((a) => a.at < killedAt - WINDOW_MS);
-    expect(old.length).toBeGreaterThan(100);
+    const old = acked.list.filter((a) => a.at < killedAt - WINDOW_MS);
+    expect(old.length).toBeGreaterThanOrEqual(100);
     expect(old.filter((a) => !ids.has(a.id)).map((a) => killedAt - a.at)).toEqual([]);
   }, 30_000);
 
   it('SIGTERM writes every acknowledged exchange, and exits at once', async () => {
     const dir = captureDir();
     const p = await startCliProxy(['--upstream', simUrl, '--dir', dir, '--capture', 'full']);
-    const acked: Array<{ id: string; at: number }> = [];
+    const acked = new Acks();
     let stopped = false;
-    const run = load(p.url, 10_000, acked, () => stopped);
-    await new Promise((r) => setTimeout(r, 1_500));
+    const run = load(p.url, acked, () => stopped);
+    await acked.until((a) => a.length > 20);
     const t0 = Date.now();
     p.child.kill('SIGTERM');
     stopped = true;
     expect(await p.exited).toBe(0);
     expect(Date.now() - t0).toBeLessThan(2_000);
-    await run;
+    await run.done;
     const ids = await recordedIds(dir);
-    expect(acked.length).toBeGreaterThan(20);
-    expect(acked.filter((a) => !ids.has(a.id))).toEqual([]);
+    expect(acked.list.length).toBeGreaterThan(20);
+    expect(acked.list.filter((a) => !ids.has(a.id))).toEqual([]);
   }, 30_000);
 
   it('makes no capture files when every write fails (a full or failing disk)', async () => {
@@ -94,10 +116,11 @@ describe('what reaches the capture when the proxy process dies', () => {
       const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
       for (let i = 0; i < 12; i++)
         expect((await client.messages.create(messagesBody(3, 100) as never)).type).toBe('message');
-      await new Promise((r) => setTimeout(r, 300));
-      const health = (await (await fetch(`${p.url}/_cacheward/health`)).json()) as {
-        capture: { state: string; failed: number };
-      };
+      // Each answered request's record is tried (and fails) just after: wait on the health it reports.
+      type Health = { capture: { state: string; failed: number } };
+      let health: Health;
+      do health = (await (await fetch(`${p.url}/_cacheward/health`)).json()) as Health;
+      while (health.capture.failed < 12);
       expect(health.capture.state).toBe('degraded');
       expect(health.capture.failed).toBe(12);
       expect(readdirSync(dir)).toEqual([]);
@@ -126,8 +149,11 @@ describe('memory after a large body', () => {
       const peak = rss();
       // Then nothing: an idle proxy, as in the report (RSS stayed at 635 MB two minutes later). Before the
       // fix, full mode held ~300 MB here for good; now it settles within seconds, to within 100 MB of before.
-      // Its record is written in the second after the response: judge once that is over.
-      await new Promise((r) => setTimeout(r, 3_000));
+      // Judge once its record is on disk (the proxy's health counts it), not after a guessed pause.
+      type Health = { capture: { written: number } };
+      let health: Health;
+      do health = (await (await fetch(`${p.url}/_cacheward/health`)).json()) as Health;
+      while (health.capture.written < 6);
       let after = rss();
       for (let waited = 0; after > before + 100 && waited < 15_000; waited += 500) {
         await new Promise((r) => setTimeout(r, 500));

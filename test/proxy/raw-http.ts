@@ -52,6 +52,15 @@ export class RawConnection {
     return this.ended;
   }
 
+  /** Resolves once the server has closed its side (the event, not a guess at how long it takes). */
+  whenClosed(): Promise<void> {
+    this.socket.resume();
+    return new Promise((resolve) => {
+      const check = () => (this.ended ? resolve() : this.waiters.push(check));
+      check();
+    });
+  }
+
   /** Writes the request fully (resolves once every byte is in the kernel), reading nothing meanwhile. */
   async writeWhole(head: string, body: Buffer = Buffer.alloc(0)): Promise<void> {
     this.socket.pause();

@@ -1,10 +1,14 @@
 import { spawn } from 'node:child_process';
 import {
-  appendFileSync,
+  closeSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
+  readSync,
+  statSync,
   symlinkSync,
   unlinkSync,
   writeFileSync,
@@ -18,10 +22,11 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
+import { NotListeningError } from '../../src/core/listen.js';
 import { createProxy, ProxyConfigError } from '../../src/proxy/create-proxy.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { EPHEMERAL, messagesBody } from '../sim/helpers.js';
-import { API_KEY, startProxy } from './helpers.js';
+import { API_KEY, nextLiveRequest, startProxy } from './helpers.js';
 
 type Json = Record<string, unknown>;
 const h = await startProxy();
@@ -107,7 +112,8 @@ describe('upstream faults reach the client as the provider sent them', () => {
 
   it('answers 502 in the provider shape when the upstream cannot be reached', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-down-'));
-    const down = await createProxy({ upstream: 'http://127.0.0.1:9', dir, log: () => {} });
+    const down = createProxy({ upstream: 'http://127.0.0.1:9', dir, logger: {} });
+    await down.listen();
     try {
       const res = await fetch(`${down.url}/v1/messages`, {
         method: 'POST',
@@ -143,7 +149,8 @@ describe('clients that go away', () => {
     await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
     const port = (slow.address() as AddressInfo).port;
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-abort-'));
-    const p = await createProxy({ upstream: `http://127.0.0.1:${port}`, dir, log: () => {} });
+    const p = createProxy({ upstream: `http://127.0.0.1:${port}`, dir, logger: {} });
+    await p.listen();
     try {
       const controller = new AbortController();
       const res = await fetch(`${p.url}/v1/messages`, {
@@ -169,10 +176,14 @@ describe('clients that go away', () => {
 
   it('lets a client time out on a stall, and records the abort', async () => {
     const client = new Anthropic({ apiKey: API_KEY, baseURL: h.proxy.url, maxRetries: 0, timeout: 150 });
+    const named = nextLiveRequest(h.proxy);
     const err = await caught(client.messages.create(body as never, fault('stall=1500')));
     expect(err).toBeInstanceOf(Anthropic.APIConnectionTimeoutError);
-    await new Promise((r) => setTimeout(r, 50));
-    expect((await h.records()).at(-1)?.record.outcome).toBe('client_aborted');
+    // The proxy has seen the client go and recorded the exchange once its analysis names it.
+    const row = await named;
+    const last = (await h.records()).at(-1)?.record;
+    expect(last?.id).toBe(row.id);
+    expect(last?.outcome).toBe('client_aborted');
   });
 });
 
@@ -181,13 +192,14 @@ describe('capture never stops traffic', () => {
     const base = mkdtempSync(join(tmpdir(), 'cacheward-unwritable-'));
     writeFileSync(join(base, 'a-file'), 'not a folder');
     const sim = createSimulator();
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const logs: string[] = [];
-    const p = await createProxy({
+    const p = createProxy({
       upstream: simUrl,
       dir: join(base, 'a-file', 'captures'),
-      log: (l) => logs.push(l),
+      logger: { warn: (l) => logs.push(l) },
     });
+    await p.listen();
     try {
       const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
       for (let i = 0; i < 3; i++) expect((await client.messages.create(body as never)).type).toBe('message');
@@ -218,9 +230,10 @@ describe('capture never stops traffic', () => {
     );
     for (const n of names) symlinkSync('/dev/full', n);
     const sim = createSimulator({ clock });
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const logs: string[] = [];
-    const p = await createProxy({ upstream: simUrl, dir, clock, log: (l) => logs.push(l) });
+    const p = createProxy({ upstream: simUrl, dir, clock, logger: { warn: (l) => logs.push(l) } });
+    await p.listen();
     try {
       const client = new Anthropic({ apiKey: API_KEY, baseURL: p.url, maxRetries: 0 });
       for (let i = 0; i < 2; i++) expect((await client.messages.create(body as never)).type).toBe('message');
@@ -240,9 +253,27 @@ describe('capture never stops traffic', () => {
 });
 
 describe('crash safety', () => {
-  it('reads every complete record after kill -9, and names a torn last line', async () => {
-    const sim = createSimulator();
-    const simUrl = await sim.listen(0);
+  /** Bytes of every file in the folder, by name. */
+  const sizes = (dir: string) => {
+    const out = new Map<string, number>();
+    for (const n of existsSync(dir) ? readdirSync(dir) : [])
+      out.set(join(dir, n), statSync(join(dir, n)).size);
+    return out;
+  };
+  const lastByte = (file: string, size: number) => {
+    const fd = openSync(file, 'r');
+    try {
+      const b = Buffer.alloc(1);
+      readSync(fd, b, 0, 1, size - 1);
+      return b[0];
+    } finally {
+      closeSync(fd);
+    }
+  };
+
+  it('kill -9 in the middle of a record write: every complete record reads, the torn one is named', async () => {
+    const sim = createSimulator({ maxBodyBytes: 64 * 1024 * 1024 });
+    const simUrl = await sim.listen();
     const dir = join(mkdtempSync(join(tmpdir(), 'cacheward-kill-')), 'captures');
     const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
     const child = spawn(
@@ -250,6 +281,9 @@ describe('crash safety', () => {
       [bin, 'proxy', '--port', '0', '--upstream', simUrl, '--dir', dir, '--capture', 'full'],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
+    const exited = new Promise((r) => child.once('exit', r));
+    // Where the kill landed: a file that had grown past its last complete line, with its size then.
+    let torn: { file: string; size: number } | undefined;
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let buf = '';
@@ -262,45 +296,77 @@ describe('crash safety', () => {
       });
       const client = new Anthropic({ apiKey: API_KEY, baseURL: url, maxRetries: 0 });
       for (let i = 0; i < 5; i++) await client.messages.create(messagesBody(3 + i, 100) as never);
-      const inflight = Array.from({ length: 10 }, (_, i) =>
-        client.messages.create(messagesBody(10 + i, 300) as never).catch(() => null),
-      );
-      await new Promise((r) => setTimeout(r, 30));
-      child.kill('SIGKILL');
-      await Promise.all(inflight);
+      // Each acknowledged record reaches the disk within the writer's window: wait for the lines, then
+      // measure from there, so the growth watched below is the big record's own write.
+      const lines = () =>
+        [...sizes(dir).keys()].reduce((n, f) => n + (readFileSync(f, 'utf8').match(/\n/g)?.length ?? 0), 0);
+      let acked = 5;
+      const onDisk = async () => {
+        while (lines() < acked) await new Promise((r) => setTimeout(r, 5));
+      };
+      await onDisk();
+      // A ~40 MB record takes the writer milliseconds to put down: watch the folder without yielding
+      // (the proxy is another process) and kill it the moment a file has grown but its last byte is not
+      // a newline, i.e. while the record is half on disk. A write that finished first is a complete
+      // record; the next big request tries again.
+      for (let attempt = 0; attempt < 5 && !torn; attempt++) {
+        await onDisk();
+        const before = sizes(dir);
+        await client.messages.create(messagesBody(2, 5 * 1024 * 1024 + attempt) as never);
+        acked++;
+        const deadline = Date.now() + 20_000;
+        while (!torn && Date.now() < deadline) {
+          const now = sizes(dir);
+          const grown = [...now].find(([f, n]) => n > (before.get(f) ?? 0));
+          if (!grown) continue;
+          const [file, size] = grown;
+          if (lastByte(file, size) !== 0x0a) {
+            child.kill('SIGKILL');
+            torn = { file, size };
+          } else break; // the whole record landed before we looked: try again
+        }
+      }
     } finally {
       child.kill('SIGKILL');
+      await exited;
       await sim.close();
     }
-    const files = readdirSync(dir).map((n) => join(dir, n));
+    expect(torn, 'the kill never landed inside a record write').toBeDefined();
+    const { file } = torn as { file: string; size: number };
+    // The record is on disk only in part: the file ends inside it.
+    const text = readFileSync(file, 'utf8');
+    expect(text.endsWith('\n')).toBe(false);
+    const complete = text.split('\n').length - 1;
+    const inOthers = [...sizes(dir).keys()]
+      .filter((f) => f !== file)
+      .reduce((n, f) => n + readFileSync(f, 'utf8').split('\n').filter(Boolean).length, 0);
     const warnings: string[] = [];
     const read = [];
     for await (const r of readCaptures([dir], { onWarning: (w) => warnings.push(w) })) read.push(r);
+    // Every complete record reads, bodies whole; the torn one is skipped with its file and line.
+    expect(read.length).toBe(complete + inOthers);
     expect(read.length).toBeGreaterThanOrEqual(5);
     for (const r of read) expect(r.body?.length).toBe(r.record.requestBytes);
-    // A write torn by the kill: the reader skips it with its file and line, and keeps everything else.
-    const file = files[0] as string;
-    const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
-    appendFileSync(file, '{"v":1,"id":"cw_torn","times":{"sta');
-    const again: string[] = [];
-    let count = 0;
-    for await (const _ of readCaptures([dir], { onWarning: (w) => again.push(w) })) count++;
-    expect(count).toBe(read.length);
-    expect(again).toEqual([`${file}:${lines + 1}: skipped a torn or invalid line (35 characters, not JSON)`]);
-  });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.startsWith(`${file}:${complete + 1}: skipped a torn or invalid line (`)).toBe(true);
+    expect(warnings[0]).toMatch(/\(\d+ characters, not JSON\)$/);
+  }, 120_000);
 });
 
 describe('access', () => {
   it('refuses to bind beyond loopback without a token', async () => {
-    await expect(createProxy({ host: '0.0.0.0', log: () => {} })).rejects.toBeInstanceOf(ProxyConfigError);
+    const p = createProxy({ logger: {} });
+    await expect(p.listen({ host: '0.0.0.0' })).rejects.toBeInstanceOf(ProxyConfigError);
+    expect(() => p.url).toThrow(NotListeningError);
   });
 
   it('requires the token when one is set, and strips it before the upstream', async () => {
     const sim = createSimulator();
-    const simUrl = await sim.listen(0);
+    const simUrl = await sim.listen();
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-token-'));
     mkdirSync(dir, { recursive: true });
-    const p = await createProxy({ upstream: simUrl, dir, token: 'secret-token-123', log: () => {} });
+    const p = createProxy({ upstream: simUrl, dir, token: 'secret-token-123', logger: {} });
+    await p.listen();
     try {
       const no = await fetch(`${p.url}/v1/messages`, {
         method: 'POST',

@@ -19,9 +19,10 @@ const statuses: number[] = [];
 beforeAll(async () => {
   const clock = new VirtualClock();
   const sim = createSimulator({ clock });
-  const simUrl = await sim.listen(0);
+  const simUrl = await sim.listen();
   dir = mkdtempSync(join(tmpdir(), 'cacheward-notturns-'));
-  const proxy = await createProxy({ upstream: simUrl, dir, clock, capture: 'full', log: () => {} });
+  const proxy = createProxy({ upstream: simUrl, dir, clock, capture: 'full', logger: {} });
+  await proxy.listen();
   const first = agentConversation({ turns: 3, seed: 5 });
   const { max_tokens: _, ...counted } = first;
   const noMaxTokens = appendUserTurn(first, 'and then?');

@@ -22,7 +22,7 @@ export interface SimHarness {
 export async function startSim(options: SimulatorOptions = {}): Promise<SimHarness> {
   const clock = new VirtualClock();
   const sim = createSimulator({ clock, ...options });
-  const url = await sim.listen(0);
+  const url = await sim.listen();
   afterAll(() => sim.close());
   return {
     sim,

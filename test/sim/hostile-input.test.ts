@@ -8,7 +8,7 @@ import { MAX_JSON_DEPTH } from '../../src/wire/json-scan.js';
 import { startSim } from './helpers.js';
 
 type Json = Record<string, unknown>;
-const h = await startSim({ onError: () => {} });
+const h = await startSim({ logger: {} });
 
 const ROUTES = {
   messages: { path: '/v1/messages', provider: 'anthropic' },
@@ -91,7 +91,7 @@ describe('depth-limited parsing (issue 14: 100k-level nesting overflowed the sta
     async (route) => {
       // A reply script whose getter throws stands in for any bug behind the route.
       const broken = await startSim({
-        onError: () => {},
+        logger: {},
         script: {
           get conversations(): never {
             throw new Error('boom');

@@ -9,7 +9,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.js';
 import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
-import { createProxy, type RunningProxy } from '../../src/proxy/create-proxy.js';
+import { type CachewardProxy, createProxy } from '../../src/proxy/create-proxy.js';
 import { createSimulator, type Simulator } from '../../src/sim/simulator.js';
 import { otlpOptions } from '../../src/telemetry/otlp-config.js';
 import { type OtlpReceiver, startOtlpReceiver } from './otlp-receiver.js';
@@ -38,14 +38,14 @@ const clock = new VirtualClock();
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
   sim = createSimulator({ clock });
-  simUrl = await sim.listen(0);
+  simUrl = await sim.listen();
 });
 afterAll(async () => {
   await sim.close();
   await receiver.close();
 });
 
-async function drive(proxy: RunningProxy, label: string) {
+async function drive(proxy: CachewardProxy, label: string) {
   const client = new Anthropic({ apiKey: KEY, baseURL: proxy.url, maxRetries: 0 });
   const ids: string[] = [];
   for (const [i, body] of session().entries()) {
@@ -63,15 +63,16 @@ async function drive(proxy: RunningProxy, label: string) {
 
 describe('OTLP export', () => {
   it('sends a span per request with GenAI and cacheward attributes, and metric points by cause', async () => {
-    const proxy = await createProxy({
+    const proxy = createProxy({
       upstream: simUrl,
       clock,
       capture: 'off',
       dir: mkdtempSync(join(tmpdir(), 'cacheward-otlp-')),
       fixes: ['tools-sort'],
       otlp: { endpoint: receiver.url, spanDelayMs: 20, metricIntervalMs: 60_000 },
-      log: () => {},
+      logger: {},
     });
+    await proxy.listen();
     const ids = await drive(proxy, 'otel-session');
     await proxy.flush();
     expect(proxy.health().otlp).toMatchObject({ endpoint: receiver.url, dropped: 0 });
@@ -158,14 +159,15 @@ describe('OTLP export', () => {
     const down = await startOtlpReceiver();
     const url = down.url;
     await down.close(); // nothing listens there any more
-    const proxy = await createProxy({
+    const proxy = createProxy({
       upstream: simUrl,
       clock,
       capture: 'off',
       dir: mkdtempSync(join(tmpdir(), 'cacheward-otlp-down-')),
       otlp: { endpoint: url, spanDelayMs: 10, metricIntervalMs: 60_000, exportTimeoutMs: 500 },
-      log: () => {},
+      logger: {},
     });
+    await proxy.listen();
     const t0 = performance.now();
     const ids = await drive(proxy, 'down-session');
     const elapsed = performance.now() - t0;

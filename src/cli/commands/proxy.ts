@@ -3,7 +3,8 @@
 
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { liveLogLine } from '../../proxy/live-analysis.js';
+import { lineLogger } from '../../core/logger.js';
+import { type LiveRequest, liveLogLine } from '../../proxy/live-analysis.js';
 import type { CliIO } from '../io.js';
 import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-options.js';
 import { shellQuote } from '../shell-quote.js';
@@ -32,13 +33,15 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
     .action(async (opts: ProxyCliOptions & { quiet?: boolean; log?: 'text' | 'json' }) => {
       // One line per finished request, with its cause (computed after the response, by the analyzer).
       const format = opts.quiet ? undefined : (opts.log ?? (process.stderr.isTTY ? 'text' : undefined));
-      const log = (line: string) => io.err(`cacheward proxy: ${line}`);
+      const lines = lineLogger<LiveRequest>('cacheward proxy', (l) => io.err(l));
       const proxy = await startProxy({
-        ...proxyOptionsFrom(opts, log),
-        log,
-        ...(format
-          ? { onRequest: (row) => io.err(format === 'json' ? JSON.stringify(row) : liveLogLine(row)) }
-          : {}),
+        ...proxyOptionsFrom(opts, (line) => lines.warn?.(line)),
+        logger: {
+          ...lines,
+          ...(format
+            ? { request: (row) => io.err(format === 'json' ? JSON.stringify(row) : liveLogLine(row)) }
+            : {}),
+        },
       });
       const h = proxy.health();
       io.out(`cacheward proxy listening on ${proxy.url}`);

@@ -4,7 +4,8 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { PriceTable } from '../../analyze/price-table.js';
-import type { RunningProxy } from '../../proxy/create-proxy.js';
+import { lineLogger } from '../../core/logger.js';
+import type { CachewardProxy } from '../../proxy/create-proxy.js';
 import { analyzePaths } from '../../report/analyze-paths.js';
 import { loadPriceFile } from '../../report/price-file.js';
 import { createSimulator, type Simulator } from '../../sim/simulator.js';
@@ -103,7 +104,7 @@ when signal N ended it).
       const s = styles(io.color);
 
       let sim: Simulator | undefined;
-      let proxy: RunningProxy | undefined;
+      let proxy: CachewardProxy | undefined;
       const stop = async () => {
         await proxy?.close();
         await sim?.close();
@@ -113,16 +114,16 @@ when signal N ended it).
         if (opts.sim) {
           sim = createSimulator({
             ...(script ? { script } : {}),
-            onError: (err) => io.err(`cacheward sim: ${String(err)}`),
+            logger: lineLogger('cacheward sim', (l) => io.err(l)),
           });
-          upstream = await sim.listen(0, '127.0.0.1');
+          upstream = await sim.listen({ host: '127.0.0.1' });
         }
         const captures = runCaptureFiles(proxyOptions);
         await captures.before();
         proxy = await startProxy({
           ...proxyOptions,
           ...(upstream ? { upstream } : {}),
-          log: (line) => io.err(`cacheward proxy: ${line}`),
+          logger: lineLogger('cacheward proxy', (l) => io.err(l)),
         });
         const h = proxy.health();
         const url = proxy.url;

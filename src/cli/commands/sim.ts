@@ -2,6 +2,7 @@
 // it reads the script file, prints the base URL first, and stops cleanly on SIGINT/SIGTERM or when stdout closes.
 
 import { type Command, Option } from 'commander';
+import { lineLogger } from '../../core/logger.js';
 import { createSimulator } from '../../sim/simulator.js';
 import type { CliIO } from '../io.js';
 import { parsePort, parseSeed, portInUse } from '../option-values.js';
@@ -50,11 +51,11 @@ export function registerSim(program: Command, io: CliIO, setExit: (code: number)
         seed,
         zdr: opts.zdr === true,
         ...(script ? { script } : {}),
-        onError: (err) => io.err(`cacheward sim: ${String(err)}`),
+        logger: lineLogger('cacheward sim', (l) => io.err(l)),
       });
       let url: string;
       try {
-        url = await sim.listen(port, opts.host);
+        url = await sim.listen({ port, host: opts.host });
       } catch (err) {
         if (portInUse(err))
           throw new InputError(

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { type AdvanceableClock, OffsetClock } from '../../../src/core/clock.js';
-import { createProxy, type RunningProxy } from '../../../src/proxy/create-proxy.js';
+import { type CachewardProxy, createProxy } from '../../../src/proxy/create-proxy.js';
 import { createSimulator } from '../../../src/sim/simulator.js';
 import type { Json } from './conversation.js';
 import type { CorpusSession } from './corpus.js';
@@ -79,19 +79,20 @@ export async function sendCorpus(sessions: readonly CorpusSession[]): Promise<Co
   // Real time plus what the corpus advances: stalls take real milliseconds, idle gaps are jumped over.
   const clock: AdvanceableClock = new OffsetClock();
   const sim = createSimulator({ clock });
-  const simUrl = await sim.listen(0);
+  const simUrl = await sim.listen();
   const root = mkdtempSync(join(tmpdir(), 'cacheward-corpus-'));
   const dirs = { hashes: join(root, 'hashes'), full: join(root, 'full') };
-  const proxies: Record<'hashes' | 'full', RunningProxy> = {
-    hashes: await createProxy({
+  const proxies: Record<'hashes' | 'full', CachewardProxy> = {
+    hashes: createProxy({
       upstream: simUrl,
       dir: dirs.hashes,
       clock,
       capture: 'hashes',
-      log: () => {},
+      logger: {},
     }),
-    full: await createProxy({ upstream: simUrl, dir: dirs.full, clock, capture: 'full', log: () => {} }),
+    full: createProxy({ upstream: simUrl, dir: dirs.full, clock, capture: 'full', logger: {} }),
   };
+  await Promise.all([proxies.hashes.listen(), proxies.full.listen()]);
   const clients = {
     hashes: clientsFor(proxies.hashes.url, KEYS.hashes),
     full: clientsFor(proxies.full.url, KEYS.full),

@@ -1,0 +1,139 @@
+// Sends one request upstream and streams the answer back to the client with backpressure, mirroring an
+// upstream reset as a reset. It must never retry, buffer a whole response, or answer for the upstream.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { Agent } from 'undici';
+import { errorBody } from '../wire/provider-errors.js';
+import type { WireFormat } from '../wire/request-body.js';
+import { forwardHeaders, responseHeaders, type UpstreamProvider } from './forward-headers.js';
+import { refuse, unsendable } from './local-refusal.js';
+import type { ProxyMetrics } from './proxy-metrics.js';
+import { drainRequest } from './request-drain.js';
+import { ResponseTap } from './response-tap.js';
+
+/** What happened to the exchange, for its record. */
+export interface ForwardFacts {
+  status?: number;
+  firstByte?: number;
+  outcome: string;
+  error?: string;
+  response?: Awaited<ReturnType<ResponseTap['finish']>>;
+}
+
+export interface ForwardInput {
+  req: IncomingMessage;
+  res: ServerResponse;
+  agent: Agent;
+  metrics: ProxyMetrics;
+  provider: UpstreamProvider;
+  id: string;
+  base: URL;
+  upstreamPath: string;
+  method: string;
+  format: WireFormat | undefined;
+  headerOverride: Record<string, string> | undefined;
+  body: Readable | Buffer | undefined;
+  signal: AbortSignal;
+  now(): number;
+  /** True once the client has gone (the response closed before it finished). */
+  clientGone(): boolean;
+  /** The upstream's status is known (the state commit may start). */
+  statusKnown(status: number): void;
+  /** Awaited before the client's response ends (the state commit, within its budget). */
+  beforeEnd(status: number): Promise<void>;
+  /** Called once, when the exchange is over, with what happened. */
+  finish(facts: ForwardFacts): void;
+}
+
+export async function forwardUpstream(f: ForwardInput): Promise<void> {
+  const { req, res, provider, id, metrics, base } = f;
+  let upstream: Awaited<ReturnType<Agent['request']>>;
+  try {
+    upstream = await f.agent.request({
+      origin: base.origin,
+      path: f.upstreamPath,
+      method: f.method as 'POST',
+      headers: forwardHeaders(req.headers, f.headerOverride),
+      body: f.body ?? null,
+      signal: f.signal,
+    });
+  } catch (err) {
+    if (f.clientGone()) {
+      f.finish({ outcome: 'client_aborted' });
+      return;
+    }
+    const local = unsendable(err);
+    if (local) {
+      refuse(req, res, { provider, id, metrics, status: 400, reason: 'unsendable', message: local });
+      f.finish({ outcome: 'refused', error: local });
+      return;
+    }
+    drainRequest(req, res);
+    metrics.upstreamError(provider);
+    const message = `cacheward proxy: could not reach the upstream ${base.origin}: ${(err as Error).message}. The request was not answered upstream; check --upstream.`;
+    if (!res.headersSent) {
+      res.writeHead(502, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(errorBody(provider, 500, message, id)));
+    } else res.destroy();
+    f.finish({ outcome: 'upstream_error', error: message });
+    return;
+  }
+  const firstByte = f.now();
+  f.statusKnown(upstream.statusCode);
+  res.writeHead(upstream.statusCode, responseHeaders(upstream.headers));
+  const header = (n: string) => {
+    const v = upstream.headers[n];
+    return Array.isArray(v) ? (v[0] ?? null) : (v ?? null);
+  };
+  const tap = f.format
+    ? new ResponseTap(f.format, header('content-type'), header('content-encoding'))
+    : undefined;
+  const ended = async (outcome: string, error?: string) =>
+    f.finish({
+      status: upstream.statusCode,
+      firstByte,
+      outcome,
+      ...(error ? { error } : {}),
+      ...(tap ? { response: await tap.finish() } : {}),
+    });
+  try {
+    for await (const chunk of upstream.body) {
+      const buf = chunk as Buffer;
+      tap?.push(buf);
+      if (!res.write(buf)) await drained(res);
+      if (f.clientGone()) break;
+    }
+    if (!f.clientGone()) {
+      await f.beforeEnd(upstream.statusCode);
+      res.end();
+      await ended(upstream.statusCode >= 400 ? 'error' : 'complete');
+      return;
+    }
+    upstream.body.destroy();
+    await ended('client_aborted');
+  } catch (err) {
+    if (f.clientGone()) {
+      await ended('client_aborted');
+      return;
+    }
+    // The upstream dropped mid-body: the client sees the same, a connection that ends without a clean close.
+    metrics.upstreamError(provider);
+    const socket = res.socket;
+    if (socket && typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
+    else res.destroy();
+    await ended('upstream_reset', `upstream connection dropped mid-response: ${(err as Error).message}`);
+  }
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}

@@ -1,0 +1,201 @@
+// Starts a configured proxy: capture writer, state, telemetry, the request handler and its HTTP server, and
+// stops them in order. It never retries, never stores credentials, never blocks a response on capture.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Agent } from 'undici';
+import { CaptureWriter } from '../capture/capture-writer.js';
+import { defaultCaptureDir } from '../capture/default-dir.js';
+import type { ListenOptions } from '../core/listen.js';
+import { VERSION } from '../core/version.js';
+import { PrefixBuilder } from '../prefix/build-prefix.js';
+import { createProxyState } from '../state/create-proxy-state.js';
+import { StateConfigError } from '../state/state-url.js';
+import { OtlpConfigError } from '../telemetry/otlp-config.js';
+import { startTelemetry } from '../telemetry/start-telemetry.js';
+import { Admission } from './admission.js';
+import { ExchangeRecorder } from './exchange-recorder.js';
+import { serveExpectContinue } from './expect-continue.js';
+import { HostCheck } from './host-check.js';
+import type { LiveAnalysis } from './live-analysis.js';
+import { MemoryRelease } from './memory-release.js';
+import { listenHost, type ProxyConfig } from './proxy-config.js';
+import type { ProxyMetrics } from './proxy-metrics.js';
+import { ProxyConfigError, type ProxyHealth, type ProxyOptions } from './proxy-options.js';
+import { createRequestHandler } from './request-handler.js';
+import { tolerantConnector } from './upstream-connector.js';
+
+/** The proxy once it listens: what createProxy's handle delegates to. */
+export interface OpenProxy {
+  url: string;
+  health(): ProxyHealth;
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Opens everything the proxy runs with and listens; on a failure, what was opened is closed again. */
+export async function openProxy(
+  options: ProxyOptions,
+  config: ProxyConfig,
+  at: ListenOptions,
+  metrics: ProxyMetrics,
+  live: LiveAnalysis,
+): Promise<OpenProxy> {
+  const { clock, log, logger, upstreams, fixes } = config;
+  const host = listenHost(at, options);
+  // Conversations and fix state: memory and a state file, or Redis for a fleet (state/).
+  let state: Awaited<ReturnType<typeof createProxyState>>;
+  try {
+    state = await createProxyState({
+      ...(options.state !== undefined ? { state: options.state } : {}),
+      ...(options.statePrefix !== undefined ? { statePrefix: options.statePrefix } : {}),
+      ...(options.stateTimeoutMs !== undefined ? { stateTimeoutMs: options.stateTimeoutMs } : {}),
+      ...(fixes.length
+        ? { stateDir: options.stateDir ?? join(options.dir ?? defaultCaptureDir(), 'state') }
+        : {}),
+      log,
+    });
+  } catch (err) {
+    if (err instanceof StateConfigError) throw new ProxyConfigError(err.message);
+    throw err;
+  }
+  let telemetry: Awaited<ReturnType<typeof startTelemetry>>;
+  try {
+    telemetry = await startTelemetry(options.otlp, logger.info);
+  } catch (err) {
+    await state.close();
+    if (err instanceof OtlpConfigError) throw new ProxyConfigError(err.message);
+    throw err;
+  }
+  // The capture opens its first file at once: only once the state and telemetry are known to start, so a
+  // configuration refused above leaves no file behind.
+  const writer = new CaptureWriter({
+    dir: options.dir ?? defaultCaptureDir(),
+    mode: options.capture ?? 'hashes',
+    clock,
+    log,
+    ...(options.maxMb !== undefined ? { maxBytes: options.maxMb * 1024 * 1024 } : {}),
+  });
+  const memory = new MemoryRelease(() => writer.flush());
+  const builder = new PrefixBuilder();
+  const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations: state.local });
+  // Causes for the page, the log, the metrics and OTLP: the report's analyzer, after each response ended.
+  const unsubscribe = live.subscribe((row, detail) => {
+    if (row.cause && row.cause !== 'cold_start')
+      metrics.miss(row.provider, row.cause, row.rewrittenTokens ?? 0, row.waste ?? null);
+    logger.request(row);
+    telemetry?.export(detail);
+  });
+  const recording = new Set<Promise<void>>();
+  const agent = new Agent({
+    keepAliveTimeout: 60_000,
+    connections: 256,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    connect: tolerantConnector(),
+  });
+  const admission = new Admission({
+    hosts: new HostCheck([...(options.allowedHosts ?? []), host]),
+    token: options.token,
+    metrics,
+  });
+
+  const health = (): ProxyHealth => {
+    const capture = writer.state();
+    const st = state.health();
+    return {
+      status: capture.state === 'degraded' || st.status === 'degraded' ? 'degraded' : 'ok',
+      version: VERSION,
+      upstreams,
+      capture,
+      fixes: fixes.map((f) => f.name),
+      state: st,
+      ...(st.fixState && fixes.length ? { fixState: st.fixState } : {}),
+      ...(telemetry ? { otlp: telemetry.health() } : {}),
+    };
+  };
+
+  const handle = createRequestHandler({
+    clock,
+    log,
+    upstreams,
+    fixes,
+    builder,
+    state,
+    stateBudget: options.stateTimeoutMs ?? 50,
+    recorder,
+    live,
+    metrics,
+    memory,
+    admission,
+    agent,
+    recording,
+    admin: {
+      health,
+      metricsText: () => metrics.render() + state.metricsText() + (telemetry?.metricsText() ?? ''),
+      live,
+    },
+  });
+
+  const server: Server = createServer((req, res) => listener(req, res));
+  serveExpectContinue(server, (req, res) => listener(req, res));
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch((err) => {
+      logger.error(`unexpected error (the client got a 500): ${String(err)}`, err);
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            type: 'error',
+            error: { type: 'api_error', message: 'cacheward proxy: internal error' },
+          }),
+        );
+      } else res.destroy();
+    });
+  };
+  server.keepAliveTimeout = 65_000;
+  server.requestTimeout = 0;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(at.port ?? 0, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    unsubscribe();
+    memory.stop();
+    await writer.close();
+    await state.close();
+    await telemetry?.shutdown();
+    await agent.close();
+    throw err;
+  }
+  const address = server.address() as AddressInfo;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
+  state.started(url);
+  return {
+    url,
+    health,
+    flush: async () => {
+      await new Promise((r) => setImmediate(r));
+      await Promise.all([...recording]);
+      await writer.flush();
+      await telemetry?.flush();
+    },
+    async close() {
+      unsubscribe();
+      memory.stop();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise((r) => setImmediate(r));
+      await Promise.all([...recording]);
+      await writer.close();
+      await state.close();
+      await telemetry?.shutdown();
+      await agent.close();
+    },
+  };
+}

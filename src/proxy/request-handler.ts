@@ -1,0 +1,164 @@
+// The proxy's handler for one client request: admission, its own routes, the fix stage, forwarding, and
+// the record made after the response. It must never alter a request no fix asked to change, nor wait on capture.
+
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { Agent } from 'undici';
+import type { TrackedRequest } from '../conversation/conversation-tracker.js';
+import type { Clock } from '../core/clock.js';
+import type { Fix, runFixes } from '../fixes/fix.js';
+import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+import type { RequestFixState } from '../state/fix-state-codec.js';
+import type { PreparedRequest, ProxyState, StateCommit } from '../state/proxy-state.js';
+import { withinBudget } from '../state/within-budget.js';
+import { formatFromRoute } from '../wire/request-body.js';
+import { type AdminRoutes, serveAdmin } from './admin-routes.js';
+import type { Admission } from './admission.js';
+import { afterResponse } from './after-response.js';
+import type { ExchangeRecorder } from './exchange-recorder.js';
+import { fixRequest } from './fix-request.js';
+import { upstreamOf, webHeaders } from './forward-headers.js';
+import { type ForwardFacts, forwardUpstream } from './forward-upstream.js';
+import type { LiveAnalysis } from './live-analysis.js';
+import type { MemoryRelease } from './memory-release.js';
+import type { ProxyMetrics } from './proxy-metrics.js';
+import { tapRequestBody } from './request-body-tap.js';
+
+export interface HandlerDeps {
+  clock: Clock;
+  log: (line: string) => void;
+  upstreams: { anthropic: string; openai: string };
+  fixes: readonly Fix[];
+  builder: PrefixBuilder;
+  state: ProxyState;
+  stateBudget: number;
+  recorder: ExchangeRecorder;
+  live: LiveAnalysis;
+  metrics: ProxyMetrics;
+  memory: MemoryRelease;
+  admission: Admission;
+  agent: Agent;
+  admin: AdminRoutes;
+  /** Exchanges whose record is still being made (a shared state may be naming their conversation). */
+  recording: Set<Promise<void>>;
+}
+
+async function readAll(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+export function createRequestHandler(
+  deps: HandlerDeps,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  const { clock, log, fixes, builder, state, recorder, live, metrics, memory, admission } = deps;
+  return async (req, res) => {
+    const rawUrl = req.url ?? '/';
+    const path = rawUrl.split('?')[0] ?? '/';
+    const method = (req.method ?? 'GET').toUpperCase();
+    const provider = upstreamOf(path, req.headers);
+    const id = `cw_${clock.now().toString(36)}${randomBytes(5).toString('hex')}`;
+    if (!admission.admit(req, res, provider, id)) return;
+    if (serveAdmin(path, method, req, res, deps.admin)) return;
+    const format = method === 'POST' ? formatFromRoute(path) : undefined;
+    const base = new URL(deps.upstreams[provider]);
+    const upstreamPath = `${base.pathname.replace(/\/+$/, '')}${rawUrl}`;
+    const start = clock.now();
+    const requestHeaders = webHeaders(req.headers);
+    const abort = new AbortController();
+    let clientGone = false;
+    res.on('close', () => {
+      if (!res.writableFinished) {
+        clientGone = true;
+        abort.abort();
+      }
+    });
+
+    // The request body: streamed as it arrives (tapped for capture), or read whole when a fix needs it.
+    const received: Buffer[] = [];
+    let forwardedBody: Buffer | undefined;
+    let clientBody: Buffer | undefined;
+    let fixNotes: ReturnType<typeof runFixes>['notes'] = [];
+    let prefix: Prefix | undefined;
+    let headerOverride: Record<string, string> | undefined;
+    let body: Readable | Buffer | undefined;
+    let tracked: TrackedRequest | undefined;
+    let prepared: PreparedRequest | undefined;
+    let after: RequestFixState | undefined;
+    let committing: Promise<StateCommit> | undefined;
+    if (fixes.length && format) {
+      const fixed = await fixRequest(
+        { fixes, builder, state, log, chains: recorder.chains },
+        { id, original: await readAll(req), format, provider, route: path, requestHeaders, start },
+      );
+      ({ forwarded: forwardedBody, client: clientBody, notes: fixNotes, prefix, headerOverride } = fixed);
+      ({ prepared, after } = fixed);
+      tracked = prepared?.tracked;
+      body = forwardedBody;
+    } else if (method !== 'GET' && method !== 'HEAD') {
+      body = tapRequestBody(req, res, received);
+    }
+
+    // The conversation learns of the request as soon as the upstream's status is known; the client's
+    // response ends only after that (at most the state budget later), so its next request finds it.
+    const commitState = (status: number | undefined): void => {
+      if (prepared && !committing) committing = state.commit(prepared, path, status, after);
+    };
+    const finish = (facts: ForwardFacts) => {
+      const forwarded = forwardedBody ?? Buffer.concat(received);
+      received.length = 0;
+      // No answer came (or the client left first): the turn is committed now, as it is.
+      commitState(facts.status);
+      const end = clock.now();
+      setImmediate(() => {
+        if (!format && !forwarded.length) return;
+        const exchange = {
+          id,
+          provider: format ? provider : ('unknown' as const),
+          route: path,
+          method,
+          requestHeaders,
+          forwarded,
+          ...(clientBody ? { client: clientBody } : {}),
+          ...(prefix ? { prefix } : {}),
+          ...(tracked ? { tracked } : {}),
+          fixes: fixNotes,
+          start,
+          end,
+          ...facts,
+        };
+        const done = afterResponse({ recorder, builder, state, log, live }, exchange, committing).finally(
+          () => deps.recording.delete(done),
+        );
+        deps.recording.add(done);
+        memory.afterLargeBody(forwarded.length + (clientBody?.length ?? 0));
+      });
+    };
+
+    await forwardUpstream({
+      req,
+      res,
+      agent: deps.agent,
+      metrics,
+      provider,
+      id,
+      base,
+      upstreamPath,
+      method,
+      format,
+      headerOverride,
+      body,
+      signal: abort.signal,
+      now: () => clock.now(),
+      clientGone: () => clientGone,
+      statusKnown: commitState,
+      beforeEnd: async (status) => {
+        commitState(status);
+        if (committing) await withinBudget(committing, deps.stateBudget);
+      },
+      finish,
+    });
+  };
+}
