@@ -11,15 +11,17 @@ async function main() {
   const { child, url } = await startCli(['sim', '--port', '0']);
   const pool = new Pool(url, { connections: 32, pipelining: 1 });
   const headers = { 'content-type': 'application/json', 'x-api-key': 'bench-key' };
-  const send = async (body: string) => {
+  const send = async (body: string | Buffer) => {
     const res = await pool.request({ path: '/v1/messages', method: 'POST', headers, body });
     await res.body.arrayBuffer();
     if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
   };
   try {
     // 1. Throughput: 16 clients, each with its own ~50 KB conversation (the first request writes, then reads).
-    const bodies = Array.from({ length: 16 }, (_, i) => JSON.stringify(bodyOfSize(50 * 1024, i + 1)));
-    const size = Buffer.byteLength(bodies[0] as string);
+    const bodies = Array.from({ length: 16 }, (_, i) =>
+      Buffer.from(JSON.stringify(bodyOfSize(50 * 1024, i + 1))),
+    );
+    const size = (bodies[0] as Buffer).length;
     for (const b of bodies) await send(b);
     let done = 0;
     const seconds = 10;

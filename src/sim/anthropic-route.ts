@@ -9,6 +9,7 @@ import { isObj, type Json } from '../core/json.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { errorBody, errorResponse, requestIdHeader } from '../wire/provider-errors.js';
 import { type Incoming, readIncoming, stallOf, streamContext } from './incoming.js';
+import { jsonResponse } from './raw-bodies.js';
 import { pickTurn, type ScriptedTurn, unplayableOn } from './reply-script.js';
 import { conversationText } from './script-match.js';
 import { chunkText, type SimContext } from './sim-context.js';
@@ -114,7 +115,7 @@ function isViolation(v: object): v is RuleViolation {
 }
 
 function json(value: unknown, requestId: string): Response {
-  return new Response(JSON.stringify(value), {
+  return jsonResponse(JSON.stringify(value), {
     status: 200,
     headers: { 'content-type': 'application/json', ...requestIdHeader('anthropic', requestId) },
   });

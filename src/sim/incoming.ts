@@ -3,6 +3,7 @@
 
 import { errorResponse, overloadedStatus, type Provider } from '../wire/provider-errors.js';
 import { chooseFaults, type Fault, FaultSpecError } from './faults.js';
+import { requestBody } from './raw-bodies.js';
 import type { SimContext } from './sim-context.js';
 import type { StreamContext } from './sse-body.js';
 
@@ -50,7 +51,7 @@ export async function readIncoming(
     await request.body?.cancel().catch(() => {});
     return fail(413, `Request exceeds the maximum allowed number of bytes (${ctx.options.maxBodyBytes}).`);
   }
-  const bytes = Buffer.from(await request.arrayBuffer());
+  const bytes = await requestBody(request);
   if (bytes.length > ctx.options.maxBodyBytes) {
     return fail(413, `Request exceeds the maximum allowed number of bytes (${ctx.options.maxBodyBytes}).`);
   }

@@ -9,6 +9,7 @@ import { isObj, type Json } from '../core/json.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { errorResponse, requestIdHeader } from '../wire/provider-errors.js';
 import { type Incoming, readIncoming, stallOf } from './incoming.js';
+import { jsonResponse } from './raw-bodies.js';
 import { pickTurn, type ScriptedTurn, unplayableOn } from './reply-script.js';
 import { resolveChain } from './response-chain.js';
 import { conversationText } from './script-match.js';
@@ -119,7 +120,7 @@ export function outputTokens(turn: ScriptedTurn): number {
 }
 
 export function json(value: unknown, requestId: string): Response {
-  return new Response(JSON.stringify(value), {
+  return jsonResponse(JSON.stringify(value), {
     status: 200,
     headers: { 'content-type': 'application/json', ...requestIdHeader('openai', requestId) },
   });

@@ -16,6 +16,7 @@ import { anthropicRoute } from './anthropic-route.js';
 import { type FaultRate, parseFaultRates } from './faults.js';
 import { chatCompletionsRoute } from './openai-chat-route.js';
 import { responsesRoute } from './openai-responses-route.js';
+import { jsonResponse, requestBody } from './raw-bodies.js';
 import type { ReplyScript } from './reply-script.js';
 import { SimContext } from './sim-context.js';
 import { serve } from './web-node-bridge.js';
@@ -155,7 +156,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
 
 async function control(ctx: SimContext, request: Request, path: string, method: string): Promise<Response> {
   const reply = (status: number, body: unknown) =>
-    new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+    jsonResponse(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
   if (path === '/_sim/stats' && method === 'GET') return reply(200, ctx.stats());
   if (path === '/_sim/reset' && method === 'POST') {
     ctx.reset();
@@ -165,7 +166,7 @@ async function control(ctx: SimContext, request: Request, path: string, method: 
     if (method === 'POST') {
       let body: unknown;
       try {
-        body = await request.json();
+        body = JSON.parse((await requestBody(request)).toString('utf8'));
       } catch {
         return reply(400, { error: 'send {"advance_ms": N}' });
       }

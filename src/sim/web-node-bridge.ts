@@ -3,6 +3,7 @@
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { requestWithBytes, responseTextOf } from './raw-bodies.js';
 
 export type FetchHandler = (request: Request) => Promise<Response>;
 
@@ -23,12 +24,10 @@ async function toRequest(req: IncomingMessage, res: ServerResponse, base: string
     for await (const chunk of req) chunks.push(chunk as Buffer);
     body = Buffer.concat(chunks);
   }
-  return new Request(new URL(req.url ?? '/', base), {
-    method: req.method ?? 'GET',
-    headers,
-    ...(body ? { body } : {}),
-    signal: controller.signal,
-  });
+  const init = { method: req.method ?? 'GET', headers, signal: controller.signal };
+  const url = new URL(req.url ?? '/', base);
+  // The bytes ride beside the Request (raw-bodies.ts): no Web stream is built only to be read back whole.
+  return body ? requestWithBytes(url, init, body) : new Request(url, init);
 }
 
 async function send(response: Response, res: ServerResponse): Promise<void> {
@@ -36,6 +35,12 @@ async function send(response: Response, res: ServerResponse): Promise<void> {
   response.headers.forEach((v, k) => {
     headers[k] = v;
   });
+  const text = responseTextOf(response);
+  if (text !== undefined) {
+    res.writeHead(response.status, { ...headers, 'content-length': String(Buffer.byteLength(text)) });
+    res.end(text);
+    return;
+  }
   res.writeHead(response.status, headers);
   if (!response.body) {
     res.end();
