@@ -427,7 +427,6 @@ export class RedisProxyState implements ProxyState {
     });
     this.counts.prepared++;
     this.counts.cached++;
-    this.succeeded();
     return prepared;
   }
 
