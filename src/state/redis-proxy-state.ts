@@ -27,7 +27,13 @@ import {
   missingCount,
   versionsDisagree,
 } from './conversation-view.js';
-import { decodeFixState, encodeFixState, partsOf, type RequestFixState } from './fix-state-codec.js';
+import {
+  decodeFixState,
+  encodeFixState,
+  type PartMemo,
+  partsOf,
+  type RequestFixState,
+} from './fix-state-codec.js';
 import type {
   PreparedRequest,
   PrepareResult,
@@ -168,6 +174,8 @@ export class RedisProxyState implements ProxyState {
   private readonly inner = new WeakMap<PreparedRequest, Inner>();
   /** Fix states by content hash, decoded once (fixes never change the state they are given). */
   private readonly parts = new LruMap<{ state: unknown }>(2_048);
+  /** Fix states' JSON and hashes by object, so a state handed on unchanged is not encoded again. */
+  private readonly encoded: PartMemo = new WeakMap();
   /** Each label's latest state parts, which a load need not send again. */
   private readonly labelParts = new LruMap<string[]>(10_000);
   private heartbeat: NodeJS.Timeout | undefined;
@@ -328,6 +336,7 @@ export class RedisProxyState implements ProxyState {
     if (this.redis.status !== 'ready')
       return this.failOpen('unavailable', `Redis at ${this.options.spec.display} is ${this.redis.status}`);
     const warm = await this.fromCache(label, request, prefix);
+    if (warm === LATE) return this.failOpen('unavailable', `no answer from Redis within ${this.budgetMs} ms`);
     if (warm) return warm;
     const work = this.resolveFresh(request, true).catch((err: Error) => err);
     const out = await withinBudget(work, this.budgetMs);
@@ -378,12 +387,13 @@ export class RedisProxyState implements ProxyState {
     label: TrackedRequest['label'],
     request: TrackedRequest['request'],
     prefix: Prefix,
-  ): Promise<PreparedRequest | undefined> {
+  ): Promise<PreparedRequest | typeof LATE | undefined> {
     const key = request.label;
     if (key === undefined || !this.cache.isLive) return undefined;
-    // This proxy's own commit of the label's previous request comes first (it is usually in already).
+    // This proxy's own commit of the label's previous request comes first (it is usually in already);
+    // when it is not in within the budget, Redis is too slow for a read as well.
     const pending = this.cache.pendingOf(key);
-    if (pending && (await withinBudget(pending, this.budgetMs)) === LATE) return undefined;
+    if (pending && (await withinBudget(pending, this.budgetMs)) === LATE) return LATE;
     const entry = this.cache.get(key, Date.now());
     if (!entry) return undefined;
     const ends = request.ends;
@@ -558,7 +568,7 @@ export class RedisProxyState implements ProxyState {
   /** The fix document and the parts to send (new) or keep alive (as the parent had them). */
   private fixArgs(p: PreparedRequest, inner: Inner, after: RequestFixState | undefined): string[] {
     if (!after) return ['', '0', '0'];
-    const { doc, parts } = encodeFixState(after);
+    const { doc, parts } = encodeFixState(after, this.encoded);
     const fresh: string[] = [];
     const touch: string[] = [];
     const kept = new Set(inner.parentParts.values());
@@ -582,6 +592,7 @@ export class RedisProxyState implements ProxyState {
     if (!raw) return undefined;
     const state: unknown = JSON.parse(raw);
     this.parts.set(h, { state });
+    if (typeof state === 'object' && state !== null) this.encoded.set(state, { json: raw, hash: h });
     return state;
   }
 

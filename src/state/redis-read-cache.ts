@@ -5,9 +5,10 @@
 // How it stays true. The data connection runs `CLIENT TRACKING ON REDIRECT <sub> BCAST PREFIX <p> NOLOOP`:
 // Redis pushes, to a subscriber connection on `__redis__:invalidate`, the name of every key under the
 // prefix that another connection writes (or that expires). Each pushed key gets the next sequence number.
-// An entry remembers the sequence number when the data it holds was asked for (before the load was sent),
-// and is used only while none of its keys has a later one, while both connections have stayed up (a
-// reconnect starts a new epoch and empties the cache) and while it is young. Every load under a label
+// An entry remembers the sequence number when the data it holds was asked for (before the load was sent):
+// it is stored only if none of its keys has a later one, and dropped by the first invalidation of any of
+// them after that; it is used only while both connections have stayed up (a reconnect starts a new epoch
+// and empties the cache) and while it is young. Every load under a label
 // also writes `t:LABEL` (a plain SET beside the load script), so another proxy's load of the same session
 // kills this proxy's entry before that proxy forwards anything. What an entry cannot know (that the new
 // turn's transcript keys are still absent) is checked by the commit script, which loses the
@@ -64,6 +65,8 @@ export class RedisReadCache {
   private floor = 0;
   private readonly touched = new Map<string, number>();
   private readonly entries = new Map<string, WarmEntry>();
+  /** Which labels' entries hold each key, so an invalidation drops them at once. */
+  private readonly holders = new Map<string, Set<string>>();
   private readonly pending = new Map<string, Promise<unknown>>();
   /** The `f:ID` keys of this proxy's commits whose invalidation message has not come back yet. */
   private readonly own = new Set<string>();
@@ -122,6 +125,8 @@ export class RedisReadCache {
       const n = ++this.seq;
       this.touched.delete(k);
       this.touched.set(k, n);
+      const labels = this.holders.get(k);
+      if (labels) for (const label of [...labels]) this.drop(label);
     }
     while (this.touched.size > this.maxTracked) {
       const [oldest, n] = this.touched.entries().next().value as [string, number];
@@ -154,33 +159,44 @@ export class RedisReadCache {
     return this.pending.get(label);
   }
 
+  /** Stores an entry, unless a key of it was invalidated since its data was asked for. */
   put(entry: WarmEntry): void {
-    if (entry.keys.length > this.maxKeys || entry.epoch !== this.epoch || !this.live) {
-      this.entries.delete(entry.label);
-      return;
+    this.drop(entry.label);
+    if (entry.keys.length > this.maxKeys || !this.valid(entry, entry.at)) return;
+    for (const k of entry.keys) {
+      const set = this.holders.get(k);
+      if (set) set.add(entry.label);
+      else this.holders.set(k, new Set([entry.label]));
     }
-    this.entries.delete(entry.label);
     this.entries.set(entry.label, entry);
     while (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
-      this.entries.delete(oldest);
+      this.drop(oldest);
     }
   }
 
   drop(label: string): void {
+    const e = this.entries.get(label);
+    if (!e) return;
     this.entries.delete(label);
+    for (const k of e.keys) {
+      const set = this.holders.get(k);
+      set?.delete(label);
+      if (set?.size === 0) this.holders.delete(k);
+    }
   }
 
   /** The label's entry if every key it holds is still as it was read; else undefined (and it is gone). */
   get(label: string, now: number): WarmEntry | undefined {
     const e = this.entries.get(label);
     if (!e) return undefined;
-    if (this.valid(e, now)) {
+    // Its keys were checked when it was stored, and any invalidation since dropped it.
+    if (this.live && e.epoch === this.epoch && now - e.at <= this.maxAgeMs) {
       this.counts.hits++;
       return e;
     }
-    this.entries.delete(label);
+    this.drop(label);
     this.counts.misses++;
     return undefined;
   }
@@ -194,6 +210,7 @@ export class RedisReadCache {
 
   private reset(): void {
     this.entries.clear();
+    this.holders.clear();
     this.touched.clear();
     this.own.clear();
     this.epoch++;
