@@ -1,7 +1,7 @@
 // The fleet's state on Redis: before a request's fixes run, one script loads what the resolver and the
 // commit will read into a ConversationView (or, for a conversation this proxy served last and nobody
-// touched since, its tracked copy does, with no round trip); the commit is a compare-and-swap, sent when
-// the upstream's status arrives and never waited for by the response. It never holds a request longer
+// touched since, its tracked copy does, with no round trip); the commit is a compare-and-swap, written
+// before the response's last byte and never waited for by the response. It never holds a request longer
 // than its budget and never alters one: late or down means fail open.
 
 import { randomBytes } from 'node:crypto';
