@@ -13,7 +13,7 @@ type Json = Record<string, unknown>;
 
 async function client() {
   const sim = createSimulator({ clock: new VirtualClock() });
-  const url = await sim.listen(0);
+  const url = await sim.listen();
   const openai = new OpenAI({
     apiKey: 'cacheward-test-openai-key-fork',
     baseURL: `${url}/v1`,
