@@ -123,7 +123,6 @@ export async function openProxy(
     fixes,
     builder,
     state,
-    stateBudget: options.stateTimeoutMs ?? 50,
     recorder,
     live,
     metrics,

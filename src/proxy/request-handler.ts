@@ -11,7 +11,6 @@ import type { Fix, runFixes } from '../fixes/fix.js';
 import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import type { RequestFixState } from '../state/fix-state-codec.js';
 import type { PreparedRequest, ProxyState, StateCommit } from '../state/proxy-state.js';
-import { withinBudget } from '../state/within-budget.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { type AdminRoutes, serveAdmin } from './admin-routes.js';
 import type { Admission } from './admission.js';
@@ -32,7 +31,6 @@ export interface HandlerDeps {
   fixes: readonly Fix[];
   builder: PrefixBuilder;
   state: ProxyState;
-  stateBudget: number;
   recorder: ExchangeRecorder;
   live: LiveAnalysis;
   metrics: ProxyMetrics;
@@ -101,8 +99,10 @@ export function createRequestHandler(
       body = tapRequestBody(req, res, received);
     }
 
-    // The conversation learns of the request as soon as the upstream's status is known; the client's
-    // response ends only after that (at most the state budget later), so its next request finds it.
+    // The conversation learns of the request once the upstream's status is known: memory state commits
+    // at the status (at once); a shared state's commit is written as the response ends, before its last
+    // byte, and not waited for (Redis runs commands in arrival order, so the client's next request, which
+    // can only follow the response, reads after it), so its I/O never delays the status and body.
     const commitState = (status: number | undefined): void => {
       if (prepared && !committing) committing = state.commit(prepared, path, status, after);
     };
@@ -153,11 +153,10 @@ export function createRequestHandler(
       signal: abort.signal,
       now: () => clock.now(),
       clientGone: () => clientGone,
-      statusKnown: commitState,
-      beforeEnd: async (status) => {
-        commitState(status);
-        if (committing) await withinBudget(committing, deps.stateBudget);
+      statusKnown: (status) => {
+        if (state.kind === 'memory') commitState(status);
       },
+      beforeEnd: async (status) => commitState(status),
       finish,
     });
   };

@@ -183,6 +183,29 @@ export class ConversationView implements ConversationStore {
     this.labelsOverlay.set(label, request);
   }
 
+  /**
+   * The state once {@link writes} are applied by a compare-and-swap that succeeded: the loaded data with
+   * the writes over it and each checked conversation one version on. Passing entries are left out (they
+   * live in shared hashes no invalidation names one by one), so whoever reads them must load them.
+   */
+  settled(): LoadedState {
+    const w = this.writes();
+    const out: LoadedState = {
+      requests: new Map(this.loaded.requests),
+      conversations: new Map(this.loaded.conversations),
+      versions: new Map(this.loaded.versions),
+      endings: new Map(this.loaded.endings),
+      passing: new Map(),
+      labels: new Map(this.loaded.labels),
+    };
+    for (const n of w.requests) out.requests.set(n.id, structuredClone(n));
+    for (const c of w.conversations) out.conversations.set(c.id, structuredClone(c));
+    for (const [c, v] of w.checks) out.versions.set(c, v + 1);
+    for (const [t, list] of this.endingsOverlay) out.endings.set(t, [...list]);
+    for (const [l, r] of this.labelsOverlay) out.labels.set(l, r);
+    return out;
+  }
+
   /** Everything written since the view was made, with the versions a compare-and-swap must check. */
   writes(): ViewWrites {
     const touched = new Set<string>();

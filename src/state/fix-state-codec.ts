@@ -33,12 +33,17 @@ function unpackBlocks(text: string): KeyedBlocks {
   });
 }
 
-export function encodeFixState(s: RequestFixState): EncodedFixState {
+/** A state object's JSON and hash, remembered by identity (fixes never change a state they were given). */
+export type PartMemo = WeakMap<object, { json: string; hash: string }>;
+
+export function encodeFixState(s: RequestFixState, memo?: PartMemo): EncodedFixState {
   const parts = new Map<string, string>();
   const names: string[] = [];
   for (const [name, state] of s.states) {
-    const json = JSON.stringify(state) ?? 'null';
-    const h = hash('sha1', json, 'hex');
+    const known = memo && typeof state === 'object' && state !== null ? memo.get(state) : undefined;
+    const json = known?.json ?? JSON.stringify(state) ?? 'null';
+    const h = known?.hash ?? hash('sha1', json, 'hex');
+    if (memo && !known && typeof state === 'object' && state !== null) memo.set(state, { json, hash: h });
     parts.set(h, json);
     names.push(`${name}=${h}`);
   }

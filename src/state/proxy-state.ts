@@ -60,6 +60,11 @@ export interface StateHealth {
   /** Commit races lost and recomputed, and turns that could not be recorded. */
   recomputed: number;
   notCommitted: number;
+  /**
+   * Redis: whether invalidations flow (so a conversation this proxy served last needs no read), the
+   * requests resolved so, and the invalidated keys received.
+   */
+  readCache?: { tracking: boolean; cached: number; invalidations: number };
   /** Redis: the proxies sharing this state that were alive in the last few seconds. */
   instances?: Array<{ id: string; url: string; pid: number; seenMsAgo: number }>;
   /** This proxy's id among them. */

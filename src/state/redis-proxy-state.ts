@@ -1,6 +1,8 @@
 // The fleet's state on Redis: before a request's fixes run, one script loads what the resolver and the
-// commit will read into a ConversationView; the commit is a compare-and-swap on conversation versions.
-// It never holds a request longer than its budget and never alters one: late or down means fail open.
+// commit will read into a ConversationView (or, for a conversation this proxy served last and nobody
+// touched since, its tracked copy does, with no round trip); the commit is a compare-and-swap, written
+// before the response's last byte and never waited for by the response. It never holds a request longer
+// than its budget and never alters one: late or down means fail open.
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -25,7 +27,13 @@ import {
   missingCount,
   versionsDisagree,
 } from './conversation-view.js';
-import { decodeFixState, encodeFixState, partsOf, type RequestFixState } from './fix-state-codec.js';
+import {
+  decodeFixState,
+  encodeFixState,
+  type PartMemo,
+  partsOf,
+  type RequestFixState,
+} from './fix-state-codec.js';
 import type {
   PreparedRequest,
   PrepareResult,
@@ -34,6 +42,7 @@ import type {
   StateHealth,
   StateUnavailable,
 } from './proxy-state.js';
+import { type CacheMark, RedisReadCache } from './redis-read-cache.js';
 import { COMMIT_SCRIPT, HEARTBEAT_SCRIPT, LOAD_SCRIPT } from './redis-scripts.js';
 import type { StateSpec } from './state-url.js';
 import { LATE, withinBudget } from './within-budget.js';
@@ -46,8 +55,12 @@ export interface RedisProxyStateOptions {
   budgetMs?: number;
   /** How often this proxy says it is alive (ms). Default 1,000; an instance silent for 3× is gone. */
   heartbeatMs?: number;
+  /** Keep a tracked copy of the conversations served last (default true; false: every request loads). */
+  readCache?: boolean;
   log?: (line: string) => void;
 }
+
+const INVALIDATE = '__redis__:invalidate';
 
 /** Keys live this long after their last write: the longest cache TTL they can matter for, and a margin. */
 export function stateTtlSeconds(prefix: Prefix): number {
@@ -115,6 +128,15 @@ interface Loaded {
   loaded: LoadedState;
   fix: FixLoad;
   resolution: TrackedRequest['resolution'];
+  /** Where the read cache stood when the first load was sent (undefined: tracking was down). */
+  mark: CacheMark | undefined;
+}
+
+/** A commit's arguments, and what it was built from (the view holds the state it leaves). */
+interface BuiltCommit {
+  args: string[];
+  view: ConversationView;
+  doc: string;
 }
 
 interface Inner {
@@ -123,7 +145,12 @@ interface Inner {
   /** The parent's state parts by fix (a part that did not change is not sent again). */
   parentParts: Map<string, string>;
   /** The commit's arguments, built while the upstream works (see {@link RedisProxyState.stage}). */
-  staged?: { after: RequestFixState | undefined; args: string[] };
+  staged?: { after: RequestFixState | undefined; built: BuiltCommit };
+  /** What the data came from: the load's mark, or the cached copy's (see redis-read-cache.ts). */
+  mark: CacheMark | undefined;
+  /** Resolved on the cached copy: the new turn's transcripts taken to end no request / have no passing entry. */
+  absentEndings: string[];
+  absentPassing: string[];
 }
 
 const CONFLICT = Symbol('conflict');
@@ -132,6 +159,12 @@ export class RedisProxyState implements ProxyState {
   readonly kind = 'redis' as const;
   readonly local = new ConversationTracker();
   private readonly redis: Redis;
+  /** The connection Redis pushes invalidations to (see redis-read-cache.ts). */
+  private readonly sub: Redis | undefined;
+  private subId: number | undefined;
+  private tracking = 0;
+  private trackingUp: (() => void) | undefined;
+  private readonly cache = new RedisReadCache();
   private readonly scripts: ScriptClient;
   private readonly prefix: string;
   private readonly budgetMs: number;
@@ -141,6 +174,8 @@ export class RedisProxyState implements ProxyState {
   private readonly inner = new WeakMap<PreparedRequest, Inner>();
   /** Fix states by content hash, decoded once (fixes never change the state they are given). */
   private readonly parts = new LruMap<{ state: unknown }>(2_048);
+  /** Fix states' JSON and hashes by object, so a state handed on unchanged is not encoded again. */
+  private readonly encoded: PartMemo = new WeakMap();
   /** Each label's latest state parts, which a load need not send again. */
   private readonly labelParts = new LruMap<string[]>(10_000);
   private heartbeat: NodeJS.Timeout | undefined;
@@ -157,6 +192,7 @@ export class RedisProxyState implements ProxyState {
     recomputed: 0,
     notCommitted: 0,
     outages: 0,
+    cached: 0,
   };
 
   private constructor(private readonly options: RedisProxyStateOptions) {
@@ -165,7 +201,7 @@ export class RedisProxyState implements ProxyState {
     this.heartbeatMs = options.heartbeatMs ?? 1_000;
     this.log = options.log ?? (() => {});
     const s = options.spec;
-    this.redis = new Redis({
+    const connection = {
       host: s.host,
       port: s.port,
       db: s.db,
@@ -178,8 +214,9 @@ export class RedisProxyState implements ProxyState {
       maxRetriesPerRequest: 0,
       commandTimeout: Math.max(1_000, this.budgetMs * 20),
       connectTimeout: 1_000,
-      retryStrategy: (times) => Math.min(50 * times, 500),
-    });
+      retryStrategy: (times: number) => Math.min(50 * times, 500),
+    };
+    this.redis = new Redis(connection);
     this.redis.defineCommand('cwLoad', { numberOfKeys: 0, lua: LOAD_SCRIPT });
     this.redis.defineCommand('cwCommit', { numberOfKeys: 0, lua: COMMIT_SCRIPT });
     this.redis.defineCommand('cwHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT_SCRIPT });
@@ -188,12 +225,85 @@ export class RedisProxyState implements ProxyState {
     this.redis.on('close', () => {
       if (!this.closing) this.failed(`Redis at ${s.display} closed the connection`);
     });
-    this.redis.on('ready', () => this.succeeded());
+    this.redis.on('ready', () => {
+      this.succeeded();
+      void this.startTracking();
+    });
+    this.redis.on('close', () => this.stopTracking());
+    if (options.readCache !== false) {
+      const sub = new Redis({ ...connection, autoResubscribe: false });
+      this.sub = sub;
+      sub.on('error', () => this.stopTracking());
+      sub.on('close', () => {
+        this.subId = undefined;
+        this.stopTracking();
+      });
+      sub.on('ready', () => {
+        void (async () => {
+          try {
+            const id = Number(await sub.client('ID'));
+            await sub.subscribe(INVALIDATE);
+            this.subId = id;
+            await this.startTracking();
+          } catch {
+            // the subscriber is not listening: no cached copy is trusted, every request loads
+          }
+        })();
+      });
+      sub.on('messageBuffer', (channel: Buffer, keys: Buffer[] | Buffer | null) => {
+        if (String(channel) !== INVALIDATE) return;
+        if (keys === null) this.cache.invalidated(null);
+        else this.cache.invalidated(Array.isArray(keys) ? keys.map(String) : [String(keys)]);
+      });
+    }
+  }
+
+  /**
+   * Turns tracking on for the data connection, redirected to the subscriber, for every key under the
+   * prefix that another connection writes. Until it answers, and after either connection drops, nothing
+   * cached is trusted (a new epoch).
+   */
+  private async startTracking(): Promise<void> {
+    const attempt = ++this.tracking;
+    this.cache.down();
+    const id = this.subId;
+    if (id === undefined || this.redis.status !== 'ready' || this.sub?.status !== 'ready') return;
+    try {
+      await this.redis.client('TRACKING', 'OFF');
+      await this.redis.client(
+        'TRACKING',
+        'ON',
+        'REDIRECT',
+        String(id),
+        'BCAST',
+        'PREFIX',
+        this.prefix,
+        'NOLOOP',
+      );
+      if (attempt === this.tracking && this.redis.status === 'ready' && this.subId === id) {
+        this.cache.up();
+        this.trackingUp?.();
+      }
+    } catch {
+      // tracking refused (an old Redis, a proxy in between): every request loads
+    }
+  }
+
+  private stopTracking(): void {
+    this.tracking++;
+    this.cache.down();
   }
 
   /** Connects (waiting at most `waitMs`); a Redis that is not there yet leaves the proxy degraded, not stopped. */
   static async connect(options: RedisProxyStateOptions, waitMs = 2_000): Promise<RedisProxyState> {
     const state = new RedisProxyState(options);
+    // Tracking on before the first request too, when it comes quickly (else requests load until it is).
+    const tracked = state.sub
+      ? new Promise<void>((resolve) => {
+          state.trackingUp = resolve;
+        })
+      : Promise.resolve();
+    state.sub?.connect().catch(() => {});
     const ready = state.redis.connect().then(
       () => true,
       (err: Error) => {
@@ -207,6 +317,7 @@ export class RedisProxyState implements ProxyState {
       await Promise.all(
         [LOAD_SCRIPT, COMMIT_SCRIPT, HEARTBEAT_SCRIPT].map((lua) => state.redis.script('LOAD', lua)),
       );
+      await tracked;
       return true;
     });
     const r = await withinBudget(
@@ -224,6 +335,9 @@ export class RedisProxyState implements ProxyState {
     const { label, request } = conversationRequest(id, prefix, headers, time);
     if (this.redis.status !== 'ready')
       return this.failOpen('unavailable', `Redis at ${this.options.spec.display} is ${this.redis.status}`);
+    const warm = await this.fromCache(label, request, prefix);
+    if (warm === LATE) return this.failOpen('unavailable', `no answer from Redis within ${this.budgetMs} ms`);
+    if (warm) return warm;
     const work = this.resolveFresh(request, true).catch((err: Error) => err);
     const out = await withinBudget(work, this.budgetMs);
     if (out === LATE) return this.failOpen('unavailable', `no answer from Redis within ${this.budgetMs} ms`);
@@ -254,8 +368,75 @@ export class RedisProxyState implements ProxyState {
       loaded: out.loaded,
       ttl: stateTtlSeconds(prefix),
       parentParts: doc ? partsOf(doc) : new Map(),
+      mark: out.mark,
+      absentEndings: [],
+      absentPassing: [],
     });
     this.counts.prepared++;
+    return prepared;
+  }
+
+  /**
+   * Resolves a request on this proxy's copy of its label's state, when the label's latest request was
+   * committed here and no key of that copy was written since (redis-read-cache.ts). The new turn's
+   * transcripts (the request's message ends after that request's last) are taken to be unused, which the
+   * commit verifies. Anything the copy does not hold, or a parent other than that request: undefined,
+   * and the request loads.
+   */
+  private async fromCache(
+    label: TrackedRequest['label'],
+    request: TrackedRequest['request'],
+    prefix: Prefix,
+  ): Promise<PreparedRequest | typeof LATE | undefined> {
+    const key = request.label;
+    if (key === undefined || !this.cache.isLive) return undefined;
+    // This proxy's own commit of the label's previous request comes first (it is usually in already);
+    // when it is not in within the budget, Redis is too slow for a read as well.
+    const pending = this.cache.pendingOf(key);
+    if (pending && (await withinBudget(pending, this.budgetMs)) === LATE) return LATE;
+    const entry = this.cache.get(key, Date.now());
+    if (!entry) return undefined;
+    const ends = request.ends;
+    let at = ends.length - 1;
+    while (at >= 0 && (ends[at] as { transcript: string }).transcript !== entry.tipFinal) at--;
+    const endings = new Map(entry.loaded.endings);
+    const passing = new Map<string, PassingEntry | null>();
+    const absentEndings: string[] = [];
+    const absentPassing: string[] = [];
+    if (at >= 0)
+      for (let i = at + 1; i < ends.length; i++) {
+        const t = (ends[i] as { transcript: string }).transcript;
+        if (!endings.has(t)) {
+          endings.set(t, []);
+          absentEndings.push(t);
+        }
+        passing.set(t, null);
+        absentPassing.push(t);
+      }
+    const loaded: LoadedState = { ...entry.loaded, endings, passing };
+    const view = new ConversationView(loaded);
+    const resolution = resolveConversation(view, request);
+    const dry = new ConversationView(loaded);
+    commitConversation(dry, request, resolution);
+    if (missingCount(unionMissing(view.missing, dry.missing)) > 0) return undefined;
+    const parent = resolution.parent;
+    if (parent !== undefined && parent !== entry.tip) return undefined;
+    const prepared: PreparedRequest = {
+      ok: true,
+      tracked: { label, request, resolution, committed: false },
+      states: parent ? entry.fix.states : undefined,
+      parentPair: parent ? entry.fix.pair : undefined,
+    };
+    this.inner.set(prepared, {
+      loaded,
+      ttl: stateTtlSeconds(prefix),
+      parentParts: parent ? entry.parts : new Map(),
+      mark: { since: entry.since, epoch: entry.epoch },
+      absentEndings,
+      absentPassing,
+    });
+    this.counts.prepared++;
+    this.counts.cached++;
     return prepared;
   }
 
@@ -270,18 +451,40 @@ export class RedisProxyState implements ProxyState {
     if (!countsAsTurn(route, status)) return { outcome: 'not-turn' };
     p.tracked.committed = true;
     if (!inner) return this.notCommitted('it was not prepared by this state');
+    // The script is written to Redis now, before the response's end reaches the client (Redis runs
+    // commands in the order they arrive, so the client's next request, on any proxy, reads after it);
+    // nobody waits for its answer but the capture record and this label's next request here.
+    const work = this.commitNow(p, inner, after);
+    const label = p.tracked.request.label;
+    if (label !== undefined) this.cache.committing(label, work);
+    return work;
+  }
+
+  private async commitNow(
+    p: PreparedRequest,
+    inner: Inner,
+    after: RequestFixState | undefined,
+  ): Promise<StateCommit> {
+    const label = p.tracked.request.label;
     const staged = inner.staged?.after === after ? inner.staged : undefined;
     const fixArgs = staged ? undefined : this.fixArgs(p, inner, after);
     let lostOn: string | undefined;
     try {
       for (let attempt = 0; attempt < 4; attempt++) {
-        const args =
+        const built =
           attempt === 0 && staged
-            ? staged.args
+            ? staged.built
             : this.commitArgs(p, inner, fixArgs ?? this.fixArgs(p, inner, after));
-        const r = await this.scripts.cwCommit(...args);
+        const fixKey = built.doc ? `${this.prefix}f:${p.tracked.request.id}` : undefined;
+        if (fixKey) this.cache.ownWrite(fixKey);
+        const r = await this.scripts.cwCommit(...built.args).catch((err: Error) => {
+          if (fixKey) this.cache.ownWriteDone(fixKey);
+          throw err;
+        });
         this.succeeded();
+        if (r[0] !== 1 && fixKey) this.cache.ownWriteDone(fixKey);
         if (r[0] === 1) {
+          this.remember(p, inner, built, after);
           if (lostOn === undefined) {
             this.counts.committed++;
             return { outcome: 'committed' };
@@ -300,17 +503,56 @@ export class RedisProxyState implements ProxyState {
           };
         }
         // Lost the race: resolve again on what is there now, and try to commit that.
-        lostOn = r[1] ?? '?';
+        if (label !== undefined) this.cache.drop(label);
+        lostOn = r[1] || p.tracked.resolution.conversation;
         const again = await this.resolveFresh(p.tracked.request, false);
         if (again === CONFLICT) break;
         inner.loaded = again.loaded;
+        inner.mark = again.mark;
+        inner.absentEndings = [];
+        inner.absentPassing = [];
         p.tracked.resolution = again.resolution;
       }
       return this.notCommitted(`it lost the compare-and-swap on conversation ${lostOn} four times`);
     } catch (err) {
+      if (label !== undefined) this.cache.drop(label);
       this.failed(`Redis: ${(err as Error).message}`);
       return this.notCommitted(`Redis failed: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * After a commit that succeeded: the state it left becomes this proxy's copy of its label, which the
+   * label's next request here resolves on (if no key of it is written by anyone else meanwhile).
+   */
+  private remember(p: PreparedRequest, inner: Inner, built: BuiltCommit, after: RequestFixState | undefined) {
+    const label = p.tracked.request.label;
+    if (label === undefined) return;
+    const last = p.tracked.request.ends[p.tracked.request.ends.length - 1];
+    if (!after || !inner.mark || !built.doc || !last) {
+      this.cache.drop(label);
+      return;
+    }
+    const loaded = built.view.settled();
+    const P = this.prefix;
+    const keys = [`${P}t:${label}`, `${P}l:${label}`];
+    for (const k of loaded.requests.keys()) keys.push(`${P}r:${k}`);
+    for (const k of loaded.conversations.keys()) keys.push(`${P}c:${k}`);
+    for (const k of loaded.versions.keys()) keys.push(`${P}v:${k}`);
+    for (const k of loaded.endings.keys()) keys.push(`${P}e:${k}`);
+    for (const k of loaded.labels.keys()) keys.push(`${P}l:${k}`);
+    this.cache.put({
+      label,
+      tip: p.tracked.request.id,
+      tipFinal: last.transcript,
+      loaded,
+      keys,
+      since: inner.mark.since,
+      epoch: inner.mark.epoch,
+      at: Date.now(),
+      fix: after,
+      parts: partsOf(built.doc),
+    });
   }
 
   /**
@@ -320,13 +562,13 @@ export class RedisProxyState implements ProxyState {
   stage(p: PreparedRequest, after: RequestFixState | undefined): void {
     const inner = this.inner.get(p);
     if (!inner || p.tracked.committed || inner.staged) return;
-    inner.staged = { after, args: this.commitArgs(p, inner, this.fixArgs(p, inner, after)) };
+    inner.staged = { after, built: this.commitArgs(p, inner, this.fixArgs(p, inner, after)) };
   }
 
   /** The fix document and the parts to send (new) or keep alive (as the parent had them). */
   private fixArgs(p: PreparedRequest, inner: Inner, after: RequestFixState | undefined): string[] {
     if (!after) return ['', '0', '0'];
-    const { doc, parts } = encodeFixState(after);
+    const { doc, parts } = encodeFixState(after, this.encoded);
     const fresh: string[] = [];
     const touch: string[] = [];
     const kept = new Set(inner.parentParts.values());
@@ -350,15 +592,16 @@ export class RedisProxyState implements ProxyState {
     if (!raw) return undefined;
     const state: unknown = JSON.parse(raw);
     this.parts.set(h, { state });
+    if (typeof state === 'object' && state !== null) this.encoded.set(state, { json: raw, hash: h });
     return state;
   }
 
-  private commitArgs(p: PreparedRequest, inner: Inner, fixArgs: string[]): string[] {
+  private commitArgs(p: PreparedRequest, inner: Inner, fixArgs: string[]): BuiltCommit {
     const view = new ConversationView(inner.loaded);
     commitConversation(view, p.tracked.request, p.tracked.resolution);
     const w = view.writes();
     const [doc = '', ...partLists] = fixArgs;
-    return [
+    const args = [
       this.prefix,
       String(inner.ttl),
       p.tracked.request.id,
@@ -370,7 +613,10 @@ export class RedisProxyState implements ProxyState {
       ...counted(w.conversations.flatMap((c) => [c.id, JSON.stringify(c)])),
       ...counted(w.endings.flat()),
       ...counted(w.labels.flat()),
+      ...counted(inner.absentEndings),
+      ...counted(inner.absentPassing),
     ];
+    return { args, view, doc };
   }
 
   async track(
@@ -388,7 +634,14 @@ export class RedisProxyState implements ProxyState {
       if (out === CONFLICT) return undefined;
       const tracked: TrackedRequest = { label, request, resolution: out.resolution, committed: false };
       const prepared: PreparedRequest = { ok: true, tracked, states: undefined, parentPair: undefined };
-      this.inner.set(prepared, { loaded: out.loaded, ttl: stateTtlSeconds(prefix), parentParts: new Map() });
+      this.inner.set(prepared, {
+        loaded: out.loaded,
+        ttl: stateTtlSeconds(prefix),
+        parentParts: new Map(),
+        mark: out.mark,
+        absentEndings: [],
+        absentPassing: [],
+      });
       const c = await this.commit(prepared, route, status, undefined);
       return c.outcome === 'not-committed' ? undefined : tracked;
     } catch (err) {
@@ -443,6 +696,11 @@ export class RedisProxyState implements ProxyState {
       ...(this.recoveredAt ? { recoveredAt: new Date(this.recoveredAt).toISOString() } : {}),
       recomputed: this.counts.recomputed,
       notCommitted: this.counts.notCommitted,
+      readCache: {
+        tracking: this.cache.isLive,
+        cached: this.counts.cached,
+        invalidations: this.cache.counts.invalidations,
+      },
       instances: down ? [] : this.instances,
       instance: this.instanceId,
     };
@@ -458,6 +716,12 @@ export class RedisProxyState implements ProxyState {
       `cacheward_state_requests_total{outcome="committed"} ${c.committed}`,
       `cacheward_state_requests_total{outcome="recomputed"} ${c.recomputed}`,
       `cacheward_state_requests_total{outcome="not_committed"} ${c.notCommitted}`,
+      "# HELP cacheward_state_cached_total Requests resolved on this proxy's tracked copy, with no read from Redis.",
+      '# TYPE cacheward_state_cached_total counter',
+      `cacheward_state_cached_total ${c.cached}`,
+      '# HELP cacheward_state_invalidations_total Keys Redis said another proxy wrote (tracked copies dropped).',
+      '# TYPE cacheward_state_invalidations_total counter',
+      `cacheward_state_invalidations_total ${this.cache.counts.invalidations}`,
       '# HELP cacheward_state_outages_total Times the shared state became unreachable.',
       '# TYPE cacheward_state_outages_total counter',
       `cacheward_state_outages_total ${c.outages}`,
@@ -476,6 +740,8 @@ export class RedisProxyState implements ProxyState {
       await this.redis.quit().catch(() => {});
     }
     this.redis.disconnect();
+    if (this.sub?.status === 'ready') await this.sub.quit().catch(() => {});
+    this.sub?.disconnect();
   }
 
   /**
@@ -491,12 +757,17 @@ export class RedisProxyState implements ProxyState {
     for (let i = request.ends.length - 1; i >= 0; i--)
       walk.push((request.ends[i] as { transcript: string }).transcript);
     for (let attempt = 0; attempt < 3; attempt++) {
+      const mark = this.cache.mark();
       const loaded = emptyLoadedState();
       const fix: FixLoad = { docs: new Map(), parts: new Map() };
       const have =
         wantFix && request.label !== undefined
           ? (this.labelParts.get(request.label) ?? []).filter((h) => this.parts.get(h))
           : [];
+      // Beside the first load under a label (a plain command: Redis spares this proxy its invalidation),
+      // a write that tells every other proxy its copy of the label is no longer to be trusted.
+      if (request.label !== undefined && attempt === 0 && this.sub)
+        this.redis.set(`${this.prefix}t:${request.label}`, '1', 'EX', 3600).catch(() => {});
       this.absorb(
         await this.scripts.cwLoad(
           ...loadArgs(this.prefix, {
@@ -521,7 +792,7 @@ export class RedisProxyState implements ProxyState {
         const doc = wantFix && parent !== undefined ? fix.docs.get(parent) : undefined;
         const needParts = doc ? this.missingParts(doc, fix) : [];
         if (missingCount(missing) === 0 && !needFix && needParts.length === 0)
-          return { loaded, fix, resolution };
+          return { loaded, fix, resolution, mark };
         const more = emptyLoadedState();
         const spec: LoadSpec = {
           r: [...missing.requests],

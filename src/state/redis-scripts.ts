@@ -6,11 +6,16 @@
 // message ends, written in that hour by requests kept TTL seconds (a hash: transcript -> "request
 // cacheKey unixSeconds"; one write per request however long its history), pclasses the TTLs in use,
 // l:LABEL the label's latest request, f:ID a request's fix document (its forwarded pair and the hashes
-// of its fixes' states), s:HASH one fix state (JSON) shared by every request that left the same.
+// of its fixes' states), s:HASH one fix state (JSON) shared by every request that left the same,
+// t:LABEL written beside every load under the label (its only use: an invalidation for the other proxies).
 // Arguments are flat lists, so no script decodes JSON it was sent.
 
-/** Reads ARGV from position `i`: a count, then that many values. Shared by both scripts. */
+/**
+ * Shared by both scripts: P (the prefix, ARGV[1]), reading a list from ARGV position `i` (a count, then
+ * that many values), Redis's clock, and the latest passing entry of a transcript.
+ */
 const LISTS = `
+local P = ARGV[1]
 local function list(i)
   local n = tonumber(ARGV[i])
   local out = {}
@@ -19,6 +24,26 @@ local function list(i)
 end
 local function nowSeconds()
   return tonumber(redis.call('TIME')[1])
+end
+local passClasses, passHour
+-- The latest request passing through t: newest hour first in each TTL class, the latest of the classes.
+local function passingOf(t)
+  if not passClasses then
+    passClasses = redis.call('SMEMBERS', P .. 'pclasses')
+    passHour = math.floor(nowSeconds() / 3600)
+  end
+  local best, bestAt = false, -1
+  for _, c in ipairs(passClasses) do
+    for h = passHour, passHour - math.ceil(tonumber(c) / 3600), -1 do
+      local v = redis.call('HGET', P .. 'pb:' .. c .. ':' .. h, t)
+      if v then
+        local at = tonumber(string.match(v, '(%d+)$'))
+        if at > bestAt then best, bestAt = v, at end
+        break
+      end
+    end
+  end
+  return best
 end
 `;
 
@@ -31,7 +56,6 @@ end
  * the parent's next and its own next. Returns `[json, 'f', id, doc, 's', hash, json, …]` (absent: '').
  */
 export const LOAD_SCRIPT = `${LISTS}
-local P = ARGV[1]
 local label = ARGV[2]
 local hasLabel = label ~= ''
 local wantFix = ARGV[3] == '1'
@@ -49,23 +73,6 @@ askS, i = list(i)
 local haveSet = {}
 for _, h in ipairs(have) do haveSet[h] = true end
 local out = { r = {}, c = {}, v = {}, e = {}, p = {}, l = {} }
-local classes = redis.call('SMEMBERS', P .. 'pclasses')
-local hour = math.floor(nowSeconds() / 3600)
--- The latest request passing through t: newest hour first in each TTL class, the latest of the classes.
-local function passingOf(t)
-  local best, bestAt = false, -1
-  for _, c in ipairs(classes) do
-    for h = hour, hour - math.ceil(tonumber(c) / 3600), -1 do
-      local v = redis.call('HGET', P .. 'pb:' .. c .. ':' .. h, t)
-      if v then
-        local at = tonumber(string.match(v, '(%d+)$'))
-        if at > bestAt then best, bestAt = v, at end
-        break
-      end
-    end
-  end
-  return best
-end
 local decoded = {}
 local fixSeen = {}
 local fixes = {}
@@ -172,12 +179,12 @@ return reply
  * packed in one string ("transcript request cacheKey" lines), then lists (a count of values, then the
  * values): new state parts (hash, JSON), parts to keep alive (hash), checks (conversation, version),
  * request documents (id, JSON), conversation documents (id, JSON), endings (transcript, request),
- * labels (label, request). If every checked conversation is still at its version,
- * writes everything, bumps those versions and returns `{1}`; else writes nothing and returns
- * `{0, conversation}`. Shared keys keep the longer of their remaining life and the TTL.
+ * labels (label, request), transcripts taken to end no request and transcripts taken to have no
+ * passing entry (a request resolved on the proxy's cached copy). If every checked conversation is still
+ * at its version and those transcripts are still unused, writes everything, bumps those versions and
+ * returns `{1}`; else writes nothing and returns `{0, conversation}`. Shared keys keep the longer of their remaining life and the TTL.
  */
 export const COMMIT_SCRIPT = `${LISTS}
-local P = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local id = ARGV[3]
 local fixDoc = ARGV[4]
@@ -190,9 +197,19 @@ docsR, i = list(i)
 docsC, i = list(i)
 ends, i = list(i)
 labels, i = list(i)
+local absentE, absentP
+absentE, i = list(i)
+absentP, i = list(i)
 for k = 1, #checks, 2 do
   local v = tonumber(redis.call('GET', P .. 'v:' .. checks[k]) or '0')
   if v ~= tonumber(checks[k + 1]) then return { 0, checks[k] } end
+end
+-- A request resolved on this proxy's copy took its new turn's transcript keys to be unused: verify.
+for _, t in ipairs(absentE) do
+  if redis.call('EXISTS', P .. 'e:' .. t) == 1 then return { 0, checks[1] or '' } end
+end
+for _, t in ipairs(absentP) do
+  if passingOf(t) then return { 0, checks[1] or '' } end
 end
 local function life(key)
   local left = redis.call('TTL', key)

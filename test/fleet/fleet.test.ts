@@ -250,10 +250,14 @@ describe('three proxies on one Redis', () => {
     await runRound(rr, 7, ids, async (done) => {
       if (done === 2) await redis.start();
     });
+    // Both survivors back on Redis before the last round (each reconnects on its own schedule).
     const back = Date.now() + 8_000;
-    while ((await health(a)).code !== 200 && Date.now() < back) await new Promise((r) => setTimeout(r, 100));
+    for (const p of [a, b])
+      while ((await health(p)).code !== 200 && Date.now() < back)
+        await new Promise((r) => setTimeout(r, 100));
     await runRound(rr, 8, ids);
     const recovered = await health(a);
+    const recoveredB = await health(b);
     const metrics = await (await fetch(`${a.url}/_cacheward/metrics`)).text();
     await stop(a);
     await stop(b);
@@ -273,6 +277,11 @@ describe('three proxies on one Redis', () => {
     expect(recovered.body.state.failedOpen as number).toBeGreaterThanOrEqual(1);
     expect(recovered.body.state.recoveredAt).toBeDefined();
     expect(metrics).toMatch(/cacheward_state_requests_total\{outcome="failed_open"\} [1-9]/);
+    // With two proxies left, a conversation's turns keep landing on the same one: those turns resolved
+    // on its tracked copy, with no read from Redis (and the checks below hold them to one proxy's bytes).
+    const cached = [recovered, recoveredB].map((h) => (h.body.state.readCache as { cached: number }).cached);
+    expect(cached.reduce((x, y) => x + y, 0)).toBeGreaterThan(0);
+    expect(recovered.body.state.readCache).toMatchObject({ tracking: true });
 
     // Nothing altered: every forwarded body is the one proxy's, or (while Redis was away) the client's own
     // bytes with a record that says why.

@@ -34,7 +34,15 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function startRedis(): Promise<RedisServer> {
+export interface StartRedisOptions {
+  /**
+   * When the append-only file is fsynced: `always` (default here: every write is on disk before Redis
+   * answers, so a test's stop and start loses nothing) or `everysec` (Redis's own default with AOF).
+   */
+  appendfsync?: 'always' | 'everysec';
+}
+
+export async function startRedis(options: StartRedisOptions = {}): Promise<RedisServer> {
   if (!redisInstalled())
     throw new Error(
       "redis-server is not installed: run 'bash scripts/ensure-redis.sh' (npm test does) or apt-get install redis-server",
@@ -57,7 +65,7 @@ export async function startRedis(): Promise<RedisServer> {
         '--appendonly',
         'yes',
         '--appendfsync',
-        'always',
+        options.appendfsync ?? 'always',
         '--protected-mode',
         'yes',
         '--loglevel',

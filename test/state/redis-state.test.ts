@@ -1,9 +1,13 @@
 // The Redis state against a real redis-server: it resolves every conversation shape exactly as the memory
-// state does, two instances racing on one conversation never tear it (the loser recomputes), a slow or
-// stopped Redis fails open within the budget and state resumes after, and every key expires.
+// state does (from Redis or from its tracked copy), another instance's read or write drops that copy before
+// the next request uses it, two instances racing on one conversation never tear it (the loser
+// recomputes), a slow or stopped Redis fails open within the budget and state resumes after, and every
+// key expires.
 
+import { createServer, connect as netConnect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrefixBuilder } from '../../src/prefix/build-prefix.js';
+import { messageEnds } from '../../src/prefix/message-ends.js';
 import type { FixStates } from '../../src/state/fix-state-store.js';
 import { MemoryProxyState } from '../../src/state/memory-proxy-state.js';
 import type { PreparedRequest, ProxyState } from '../../src/state/proxy-state.js';
@@ -103,8 +107,34 @@ async function drive(state: ProxyState, steps: Step[], prefix = 'r') {
   return out;
 }
 
+/** One history of `n` user turns under a label. */
+function history(n: number): Msg[] {
+  const m = [u('go')];
+  for (let i = 1; i < n; i++) m.push(a(`ok ${i}`), u(`next ${i}`));
+  return m;
+}
+
+/**
+ * What lies between two requests of a client in the real world: the response travels to it over a socket
+ * and its next request to the proxy over another. Modelled by one byte echoed over loopback.
+ */
+async function clientHop(): Promise<void> {
+  const server = createServer((c) => c.on('data', (d) => c.end(d)));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve, reject) => {
+    const c = netConnect(port, '127.0.0.1', () => c.write('x'));
+    c.once('data', () => {
+      c.destroy();
+      resolve();
+    });
+    c.once('error', reject);
+  });
+  await new Promise<void>((r) => server.close(() => r()));
+}
+
 let redis: RedisServer;
-const states: ProxyState[] = [];
+const states: RedisProxyState[] = [];
 async function redisState(prefix: string, budgetMs = 50) {
   const s = await RedisProxyState.connect({
     spec: parseStateSpec(redis.url) as Extract<ReturnType<typeof parseStateSpec>, { kind: 'redis' }>,
@@ -127,8 +157,12 @@ afterAll(async () => {
 describe('the Redis state', () => {
   it('resolves every conversation shape exactly as the memory state does, and hands over the same fix state', async () => {
     const memory = await drive(new MemoryProxyState(), scenario());
-    const shared = await drive(await redisState('parity:'), scenario());
+    const one = await redisState('parity:');
+    const shared = await drive(one, scenario());
     expect(shared).toEqual(memory);
+    // One instance serves every turn: the plain continuations of the line it served last (four in this
+    // traffic) came from its tracked copy, with no read; every other shape read from Redis.
+    expect(one.health().readCache?.cached).toBe(4);
     // The traffic held every relation, so the comparison covered them all.
     expect(new Set(memory.map((m) => m.relation))).toEqual(new Set(['new', 'continues', 'sibling', 'fork']));
     expect(memory.some((m) => m.reclassified.length > 0)).toBe(true);
@@ -150,6 +184,74 @@ describe('the Redis state', () => {
       close: async () => {},
     };
     expect(await drive(rr, scenario())).toEqual(memory);
+    // Each turn lands on another instance than the last: no copy survived to be used.
+    expect(fleet.map((s) => s.health().readCache?.cached)).toEqual([0, 0, 0]);
+  });
+
+  it('continues what it served last from its tracked copy; another instance’s read or write drops the copy before its next request', async () => {
+    const [x, y] = [await redisState('warm:'), await redisState('warm:')];
+    const headers = { 'x-cacheward-session': 'warm' };
+    const step = async (s: RedisProxyState, id: string, n: number) => {
+      const px = prefixOf({ messages: history(n), label: 'warm' });
+      const p = await s.prepare(id, px, headers, n * 1000);
+      if (!p.ok) throw new Error(p.detail);
+      await s.commit(p, '/v1/messages', 200, afterOf(p, px));
+      return p;
+    };
+    const cached = () => x.health().readCache?.cached;
+    await step(x, 'w1', 1);
+    expect(cached()).toBe(0);
+    const w2 = await step(x, 'w2', 2);
+    expect(cached()).toBe(1);
+    expect(w2.tracked.resolution).toMatchObject({ parent: 'w1', relation: 'continues', turn: 2 });
+    expect(w2.states?.get('chain')).toEqual(['w1']);
+    // Another instance serves the next turn; then the client's next request reaches x.
+    const w3 = await step(y, 'w3', 3);
+    expect(w3.tracked.resolution).toMatchObject({ parent: 'w2', relation: 'continues', turn: 3 });
+    await clientHop();
+    const w4 = await step(x, 'w4', 4);
+    expect(cached()).toBe(1);
+    expect(w4.tracked.resolution).toMatchObject({ parent: 'w3', relation: 'continues', turn: 4 });
+    expect(w4.states?.get('chain')).toEqual(['w1', 'w2', 'w3']);
+    // A read alone is enough: y only resolves turn 5 (nothing forwarded, nothing committed yet).
+    const px5 = prefixOf({ messages: history(5), label: 'warm' });
+    const seen = x.health().readCache?.invalidations ?? 0;
+    const y5 = await y.prepare('w5y', px5, headers, 5000);
+    expect(y5.ok).toBe(true);
+    await clientHop();
+    expect(x.health().readCache?.invalidations).toBeGreaterThan(seen);
+    const x5 = await x.prepare('w5x', px5, headers, 5000);
+    expect(cached()).toBe(1);
+    if (x5.ok) expect(x5.tracked.resolution).toMatchObject({ parent: 'w4', turn: 5 });
+    expect(x.health().readCache?.tracking).toBe(true);
+  });
+
+  it('verifies at commit what its copy cannot know: a transcript already in use makes it lose and recompute', async () => {
+    const x = await redisState('verify:');
+    const headers = { 'x-cacheward-session': 'verify' };
+    for (const [id, n] of [
+      ['v1', 1],
+      ['v2', 2],
+    ] as const) {
+      const px = prefixOf({ messages: history(n), label: 'verify' });
+      const p = await x.prepare(id, px, headers, n * 1000);
+      if (!p.ok) throw new Error(p.detail);
+      await x.commit(p, '/v1/messages', 200, afterOf(p, px));
+    }
+    // A writer this instance never heard of (a state from before it tracked one) ended a request where
+    // turn 3 ends. No key of the copy changed, so turn 3 resolves on the copy; the commit finds out.
+    const px3 = prefixOf({ messages: history(3), label: 'verify' });
+    const last = messageEnds(px3).at(-1)?.transcript as string;
+    redis.cli('rpush', `verify:e:${last}`, 'ghost');
+    const before = x.health().readCache?.cached ?? 0;
+    const p3 = await x.prepare('v3', px3, headers, 3000);
+    if (!p3.ok) throw new Error(p3.detail);
+    expect(x.health().readCache?.cached).toBe(before + 1);
+    const c3 = await x.commit(p3, '/v1/messages', 200, afterOf(p3, px3));
+    expect(c3.outcome).toBe('recomputed');
+    expect(c3.note?.notes[0]).toMatch(/resolved again on the new state \(continues c-v1, turn 3\)/);
+    expect(redis.cli('lrange', `verify:e:${last}`, '0', '-1').split('\n')).toContain('v3');
+    expect(JSON.parse(redis.cli('get', 'verify:c:c-v1')).requests).toBe(3);
   });
 
   it('gives every key an expiry after the longest cache TTL it can matter for', async () => {
@@ -204,10 +306,18 @@ describe('the Redis state', () => {
 
   it('fails open within the budget while Redis is paused, says degraded, and resumes after', async () => {
     const s = await redisState('slow:', 50);
+    // Another instance served this conversation's first turn, so s holds no copy of it and must read.
+    const w = await redisState('slow:', 50);
     const step = { messages: [u('slow one')], label: 'slow' };
-    const p1 = await s.prepare('s1', prefixOf(step), headersOf(step), 1000);
+    const p1 = await w.prepare('s1', prefixOf(step), headersOf(step), 1000);
     expect(p1.ok).toBe(true);
-    if (p1.ok) await s.commit(p1, '/v1/messages', 200, afterOf(p1, prefixOf(step)));
+    if (p1.ok) await w.commit(p1, '/v1/messages', 200, afterOf(p1, prefixOf(step)));
+    // s served another conversation last: that one's next turn needs no read, paused or not.
+    const own = { messages: [u('mine')], label: 'own' };
+    const o1 = await s.prepare('o1', prefixOf(own), headersOf(own), 1000);
+    if (!o1.ok) throw new Error(o1.detail);
+    await s.commit(o1, '/v1/messages', 200, afterOf(o1, prefixOf(own)));
+    await clientHop();
     redis.cli('client', 'pause', '400', 'ALL');
     const next = { messages: [u('slow one'), a('ok'), u('then')], label: 'slow' };
     const t0 = performance.now();
@@ -217,6 +327,12 @@ describe('the Redis state', () => {
     if (!p2.ok) expect(p2.detail).toMatch(/no answer from Redis within 50 ms/);
     expect(waited).toBeLessThan(150);
     expect(s.health()).toMatchObject({ status: 'degraded', failedOpen: 1, outages: 1 });
+    const ownNext = { messages: [u('mine'), a('ok'), u('more')], label: 'own' };
+    const t1 = performance.now();
+    const o2 = await s.prepare('o2', prefixOf(ownNext), headersOf(ownNext), 2500);
+    expect(performance.now() - t1).toBeLessThan(50);
+    expect(o2.ok && o2.tracked.resolution).toMatchObject({ parent: 'o1', relation: 'continues' });
+    expect(s.health()).toMatchObject({ status: 'degraded', readCache: { cached: 1 } });
     await new Promise((r) => setTimeout(r, 500));
     const p3 = await s.prepare('s3', prefixOf(next), headersOf(next), 3000);
     expect(p3.ok).toBe(true);
