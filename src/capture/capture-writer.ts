@@ -174,7 +174,7 @@ export class CaptureWriter {
           await this.commit(lines, bytes);
         } catch (err) {
           // Every record of the batch shares the fate of the write that failed.
-          this.failed(err, lines.length);
+          await this.failed(err, lines.length);
         }
       };
       for (const item of items) {
@@ -201,7 +201,7 @@ export class CaptureWriter {
           batch.push(line);
           batchBytes += bytes;
         } catch (err) {
-          this.failed(err, 1);
+          await this.failed(err, 1);
           continue;
         }
         if (batchBytes >= BATCH_BYTES) await flushBatch();
@@ -236,8 +236,9 @@ export class CaptureWriter {
     }
   }
 
-  private failed(err: unknown, records: number): void {
-    this.status.failed += records;
+  /** Counts the records as failed once the broken file is closed (and removed if empty): health never
+   * reports a failure whose empty file is still in the folder. */
+  private async failed(err: unknown, records: number): Promise<void> {
     const message = (err as NodeJS.ErrnoException).code
       ? `${(err as NodeJS.ErrnoException).code}: ${(err as Error).message}`
       : String(err);
@@ -251,11 +252,9 @@ export class CaptureWriter {
     this.handle = undefined;
     this.createdEmpty = false;
     this.bases.clear();
-    void h
-      ?.close()
-      .catch(() => {})
-      .then(() => (emptyFile ? unlink(emptyFile) : undefined))
-      .catch(() => {});
+    await h?.close().catch(() => {});
+    if (emptyFile) await unlink(emptyFile).catch(() => {});
+    this.status.failed += records;
   }
 
   /** What the next record of this session is stored against. */
