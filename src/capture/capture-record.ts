@@ -3,7 +3,7 @@
 
 import { hash } from 'node:crypto';
 import type { FixNote } from '../fixes/fix.js';
-import type { Prefix } from '../prefix/build-prefix.js';
+import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
 import type { NormalizedUsage } from '../wire/usage.js';
 import type { StoredBody } from './body-delta.js';
@@ -115,6 +115,9 @@ function compactParam(v: unknown): unknown {
 }
 
 /** The prefix as the capture keeps it (no text in any mode: the full body carries the text). */
+/** The captured form of each prefix block, while the block lives (blocks are never changed once built). */
+const capturedBlocks = new WeakMap<PrefixBlock, CapturedBlock>();
+
 export function capturePrefix(prefix: Prefix): CapturedPrefix {
   const params = { tools: {}, system: {}, messages: {} } as CapturedPrefix['params'];
   for (const level of ['tools', 'system', 'messages'] as const) {
@@ -124,6 +127,10 @@ export function capturePrefix(prefix: Prefix): CapturedPrefix {
     format: prefix.format,
     totalTokens: prefix.totalTokens,
     blocks: prefix.blocks.map((b) => {
+      // A block the prefix model handed over from an earlier request is captured as the same object: the
+      // records of a conversation share them (and the live analysis extends from them, O(the new turn)).
+      const known = capturedBlocks.get(b);
+      if (known) return known;
       const c: CapturedBlock = {
         level: b.level,
         index: b.index,
@@ -145,6 +152,7 @@ export function capturePrefix(prefix: Prefix): CapturedPrefix {
         };
       if (b.emptyText) c.empty = true;
       if (b.toolParts) c.tp = [b.toolParts.schema, b.toolParts.description, b.toolParts.other];
+      capturedBlocks.set(b, c);
       return c;
     }),
     params,

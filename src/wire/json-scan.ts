@@ -174,7 +174,8 @@ class Scanner {
           Object.hasOwn(memberShapes, key) ? memberShapes[key] : undefined,
           depth,
         );
-        members.delete(key);
+        // A repeated key: JSON.parse keeps one, so these bytes are not what JSON.stringify would write.
+        if (members.delete(key)) this.clean = false;
         members.set(key, child);
         pos = this.skipWs(child.end);
       }
