@@ -115,8 +115,35 @@ function compactParam(v: unknown): unknown {
 }
 
 /** The prefix as the capture keeps it (no text in any mode: the full body carries the text). */
-/** The captured form of each prefix block, while the block lives (blocks are never changed once built). */
-const capturedBlocks = new WeakMap<PrefixBlock, CapturedBlock>();
+/** The last prefixes captured (their blocks, and the captured blocks made from them), newest first. */
+const recentCaptures: Array<{ blocks: readonly PrefixBlock[]; captured: CapturedBlock[] }> = [];
+
+/**
+ * The captured blocks of `blocks`. The leading blocks the prefix model handed over from a recent request
+ * (the same objects) are captured as the same objects too: the records of a conversation share them, and
+ * the live analysis extends from them in O(the new turn). Blocks are never changed once built.
+ */
+function capturedBlocks(blocks: readonly PrefixBlock[], capture: (b: PrefixBlock) => CapturedBlock) {
+  let from: { blocks: readonly PrefixBlock[]; captured: CapturedBlock[] } | undefined;
+  let shared = 0;
+  for (const r of recentCaptures) {
+    let n = 0;
+    const max = Math.min(r.blocks.length, blocks.length);
+    while (n < max && r.blocks[n] === blocks[n]) n++;
+    if (n > shared) {
+      shared = n;
+      from = r;
+    }
+  }
+  const captured = from ? from.captured.slice(0, shared) : [];
+  for (let i = shared; i < blocks.length; i++) captured.push(capture(blocks[i] as PrefixBlock));
+  const at = recentCaptures.findIndex((r) => r === from);
+  if (at >= 0 && shared === (from as { blocks: readonly PrefixBlock[] }).blocks.length)
+    recentCaptures.splice(at, 1);
+  recentCaptures.unshift({ blocks, captured });
+  if (recentCaptures.length > 32) recentCaptures.length = 32;
+  return captured;
+}
 
 export function capturePrefix(prefix: Prefix): CapturedPrefix {
   const params = { tools: {}, system: {}, messages: {} } as CapturedPrefix['params'];
@@ -126,11 +153,7 @@ export function capturePrefix(prefix: Prefix): CapturedPrefix {
   const out: CapturedPrefix = {
     format: prefix.format,
     totalTokens: prefix.totalTokens,
-    blocks: prefix.blocks.map((b) => {
-      // A block the prefix model handed over from an earlier request is captured as the same object: the
-      // records of a conversation share them (and the live analysis extends from them, O(the new turn)).
-      const known = capturedBlocks.get(b);
-      if (known) return known;
+    blocks: capturedBlocks(prefix.blocks, (b) => {
       const c: CapturedBlock = {
         level: b.level,
         index: b.index,
@@ -152,7 +175,6 @@ export function capturePrefix(prefix: Prefix): CapturedPrefix {
         };
       if (b.emptyText) c.empty = true;
       if (b.toolParts) c.tp = [b.toolParts.schema, b.toolParts.description, b.toolParts.other];
-      capturedBlocks.set(b, c);
       return c;
     }),
     params,

@@ -24,9 +24,16 @@ export function toolsOf(req: Pick<FixRequest, 'prefix'>): Json[] {
   const { root, bytes } = req.prefix.body;
   const node = root.members.get('tools');
   if (!node) return [];
+  // The scan hands over the node of unchanged bytes from the request before: so is its parse. Read-only.
+  const known = parsedTools.get(node);
+  if (known) return known;
   const tools = parseSpan(bytes, node.start, node.end);
-  return (Array.isArray(tools) ? tools : []).filter(isObj) as Json[];
+  const list = (Array.isArray(tools) ? tools : []).filter(isObj) as Json[];
+  parsedTools.set(node, list);
+  return list;
 }
+
+const parsedTools = new WeakMap<object, Json[]>();
 
 /** How many messages the body has, and the role of its last one, from the scan (no parse). */
 export function messageShape(req: Pick<FixRequest, 'prefix'>): {
@@ -144,6 +151,7 @@ export function marked(m: Message): boolean {
  * tools-freeze, not a cache identity (the cache sees key order; the frozen bytes are what it gets).
  */
 export function sameDefinition(a: Json, b: Json): boolean {
+  if (a === b) return true;
   const { cache_control: _a, defer_loading: _da, ...ra } = a;
   const { cache_control: _b, defer_loading: _db, ...rb } = b;
   return stableJson(ra) === stableJson(rb);

@@ -282,7 +282,11 @@ describe('PrefixBuilder extend path', () => {
     // An edit in the middle, a parameter that folds in at the messages level, a new system prompt.
     const edited = structuredClone(body) as { messages: Array<{ content: unknown }>; system: unknown };
     edited.messages[3] = { role: 'user', content: 'rewritten' } as never;
-    bodies.push(edited, { ...body, thinking: { type: 'enabled', budget_tokens: 2048 } }, { ...body, system: 'x' });
+    bodies.push(
+      edited,
+      { ...body, thinking: { type: 'enabled', budget_tokens: 2048 } },
+      { ...body, system: 'x' },
+    );
     bodies.push(body);
     for (const b of bodies) {
       const got = builder.parse(json(b));

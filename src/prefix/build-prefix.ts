@@ -2,6 +2,7 @@
 // with the render-affecting parameters folded in at the level they invalidate (SPEC-caching.md). Pure.
 
 import { hash } from 'node:crypto';
+import { sharedByteCount } from '../wire/json-scan.js';
 import {
   type ByteSpan,
   type ParseRequestOptions,
@@ -244,6 +245,8 @@ export class PrefixBuilder {
   readonly units: UnitReader;
   /** The last two bodies built (a client's and its forwarded one): units with unchanged bytes reuse their results. */
   private previous: PreviousBody[] = [];
+  /** The body the one being built was scanned from (its units are matched first: same nodes, no compare). */
+  private scannedFrom: RequestBody | undefined;
 
   constructor(options: PrefixBuilderOptions = {}) {
     this.units = new UnitReader(options);
@@ -251,7 +254,25 @@ export class PrefixBuilder {
 
   /** Parses a body and builds its prefix. */
   parse(input: Uint8Array | string, options: ParseRequestOptions = {}): Prefix {
-    return this.build(parseRequestBody(input, options));
+    // The scan takes over the nodes of the kept body that shares the most leading bytes with this one.
+    let previous = options.previous;
+    if (!previous && typeof input !== 'string' && this.previous.length) {
+      let best = -1;
+      for (const p of this.previous) {
+        const n = sharedByteCount(input, p.body.bytes);
+        if (n > best) {
+          best = n;
+          previous = p.body;
+        }
+      }
+    }
+    const body = parseRequestBody(input, previous ? { ...options, previous } : options);
+    this.scannedFrom = previous;
+    try {
+      return this.build(body);
+    } finally {
+      this.scannedFrom = undefined;
+    }
   }
 
   /** Builds the prefix of an already parsed body. */
@@ -385,24 +406,40 @@ export class PrefixBuilder {
    * tool, an announcement) or by the proxy parsing the client's body and then the forwarded one still match.
    */
   private readUnits(body: RequestBody): { infos: UnitInfo[]; base: PreviousBody | undefined } {
-    const prevs = this.previous.filter((p) => p.body.format === body.format && p.built);
+    const prevs = this.previous
+      .filter((p) => p.body.format === body.format && p.built)
+      .sort((a, b) => Number(b.body === this.scannedFrom) - Number(a.body === this.scannedFrom));
     const infos: UnitInfo[] = new Array(body.units.length);
     const deltas = prevs.map(() => 0);
     // How many leading units each previous body shares at the same index.
     const leading = prevs.map(() => 0);
+    let misses = 0;
     for (let i = 0; i < body.units.length; i++) {
       const u = body.units[i] as RawUnit;
       let info: UnitInfo | undefined;
-      for (let k = 0; k < prevs.length && !info; k++) {
-        const prev = prevs[k] as PreviousBody;
-        let j = i + (deltas[k] as number);
-        if (!sameUnit(body, u, prev.body, j)) j = prev.find(body, u, j);
-        if (j >= 0) {
-          info = prev.infos[j];
-          deltas[k] = j - i;
-          if (j === i && leading[k] === i) leading[k] = i + 1;
+      // Where the last match left off in each body, then a few places either side, then (unless this is
+      // a run of new units) that body's index by length.
+      for (let pass = 0; pass < 3 && !info; pass++) {
+        if (pass === 2 && misses >= 8) break;
+        for (let k = 0; k < prevs.length && !info; k++) {
+          const prev = prevs[k] as PreviousBody;
+          const at = i + (deltas[k] as number);
+          let j = -1;
+          if (pass === 0) j = sameUnit(body, u, prev.body, at) ? at : -1;
+          else if (pass === 1) {
+            for (let d = 1; d <= 3 && j < 0; d++) {
+              if (sameUnit(body, u, prev.body, at + d)) j = at + d;
+              else if (sameUnit(body, u, prev.body, at - d)) j = at - d;
+            }
+          } else j = prev.find(body, u, at);
+          if (j >= 0) {
+            info = prev.infos[j];
+            deltas[k] = j - i;
+            if (j === i && leading[k] === i) leading[k] = i + 1;
+          }
         }
       }
+      misses = info ? 0 : misses + 1;
       // A body that matched at the same index from the start also counts further along, if it still does.
       for (let k = 0; k < prevs.length; k++)
         if (leading[k] === i && sameUnit(body, u, (prevs[k] as PreviousBody).body, i)) leading[k] = i + 1;
@@ -436,6 +473,8 @@ export class PrefixBuilder {
 /** Whether `u` of `body` has the same form and bytes as unit `j` of `prev`. */
 function sameUnit(body: RequestBody, u: RawUnit, prev: RequestBody, j: number): boolean {
   const p = prev.units[j];
+  // The scan took this node over from the earlier body: the same bytes at the same place.
+  if (p !== undefined && p.node === u.node && p.form === u.form) return true;
   return (
     p !== undefined &&
     p.form === u.form &&
