@@ -1,7 +1,9 @@
-// Benchmark: the proxy in front of the simulator, both as child processes on loopback. Latency the proxy
-// adds (time to first byte and total, p50/p99) for 50 KB and 1 MB streaming requests with capture
-// `hashes` and `full`; throughput at 32 concurrent clients; capture bytes over a 200-turn conversation.
-// Run: npm run bench:proxy   (builds first; about 90 s)
+// Benchmark: the proxy in front of the simulator, both as child processes on loopback, beside a bare Node
+// pass-through proxy (bench/bare-proxy.mjs, the floor) in the same interleaved run. Latency each adds over a
+// direct call (TTFB and total, p50/p99) for 50 KB and 1 MB streaming requests with capture `hashes` and
+// `full`; p50/p99 and throughput at 32 concurrent clients with distinct bodies for direct, bare and cacheward;
+// the longest the proxy's event loop was held; capture bytes over a 200-turn conversation.
+// Run: npm run bench:proxy   (builds first; about 3 minutes; BENCH_SCALE=0.3 for a quick look)
 
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -9,11 +11,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { agentConversation, appendUserTurn } from '../src/demo/agent-conversation.js';
-import { bodyOfSize, machineLine, percentile, startCli } from './support.js';
+import {
+  bodyOfSize,
+  loopProbeArgs,
+  machineLine,
+  percentile,
+  readLoopProbe,
+  SCALE,
+  startCli,
+  startNode,
+} from './support.js';
 
 const HEADERS = { 'content-type': 'application/json', 'x-api-key': 'bench-key' };
 
-async function timed(pool: Pool, body: string): Promise<{ ttfb: number; total: number }> {
+interface Sample {
+  ttfb: number;
+  total: number;
+}
+
+async function timed(pool: Pool, body: string): Promise<Sample> {
   const t0 = performance.now();
   const res = await pool.request({ path: '/v1/messages', method: 'POST', headers: HEADERS, body });
   const ttfb = performance.now() - t0;
@@ -22,92 +38,158 @@ async function timed(pool: Pool, body: string): Promise<{ ttfb: number; total: n
   return { ttfb, total: performance.now() - t0 };
 }
 
+/** Distinct bodies of about `size` bytes (one seed each), streaming. */
+function bodies(size: number, count: number, seed0: number): string[] {
+  return Array.from({ length: count }, (_, i) =>
+    JSON.stringify({ ...bodyOfSize(size, seed0 + i), stream: true }),
+  );
+}
+
+const q = (xs: number[], p: number) => percentile(xs, p);
+const f2 = (x: number) => x.toFixed(2);
+
+/** `n` requests through `pool` from `clients` concurrent clients, each on its own body. */
+async function warm(pool: Pool, list: string[], n: number, clients: number): Promise<void> {
+  let left = n;
+  await Promise.all(
+    Array.from({ length: clients }, async (_, c) => {
+      while (left-- > 0) await timed(pool, list[c % list.length] as string);
+    }),
+  );
+}
+
 async function main() {
   console.log(machineLine('proxy'));
   const sim = await startCli(['sim', '--port', '0']);
   const children: ChildProcess[] = [sim.child];
   const dirs: string[] = [];
+  const bare = await startNode([join(import.meta.dirname, 'bare-proxy.mjs'), sim.url]);
+  children.push(bare.child);
   /** Starts a proxy capturing into a fresh temporary folder that is removed when the bench ends. */
-  const startCapturing = async (capture: 'hashes' | 'full', purpose: string) => {
+  const startCapturing = async (capture: 'hashes' | 'full', purpose: string, probe?: string) => {
     const dir = mkdtempSync(join(tmpdir(), `cacheward-bench-${purpose}-${capture}-`));
     dirs.push(dir);
-    const proxy = await startCli([
-      'proxy',
-      '--port',
-      '0',
-      '--upstream',
-      sim.url,
-      '--capture',
-      capture,
-      '--dir',
-      dir,
-    ]);
+    const proxy = await startCli(
+      ['proxy', '--port', '0', '--upstream', sim.url, '--capture', capture, '--dir', dir],
+      probe ? loopProbeArgs(probe) : {},
+    );
     children.push(proxy.child);
     return { proxy, dir };
   };
   try {
     const direct = new Pool(sim.url, { connections: 32 });
-    console.log('\nadded latency over a direct call, streaming, sequential, interleaved (ms):');
-    console.log('body | capture | TTFB p50 | TTFB p99 | total p50 | total p99 | direct total p50 | n');
-    console.log('--- | --- | --- | --- | --- | --- | --- | ---');
+    const barePool = new Pool(bare.url, { connections: 32 });
+    const small = bodies(50 * 1024, 32, 100);
+    const large = bodies(1024 * 1024, 4, 200);
+    const probeFile = join(mkdtempSync(join(tmpdir(), 'cacheward-bench-probe-')), 'loop.json');
+    dirs.push(join(probeFile, '..'));
+    console.log(
+      '\nadded latency over a direct call, streaming, sequential, interleaved and rotated with the bare hop (ms):',
+    );
+    console.log(
+      'body | capture | bare total p50 | bare total p99 | TTFB p50 | TTFB p99 | total p50 | total p99 | cacheward/bare p50 | direct total p50 | n',
+    );
+    console.log('--- | --- | --- | --- | --- | --- | --- | --- | --- | --- | ---');
+    let bareSmallP50 = 0;
+    let loopMax = 0;
     for (const capture of ['hashes', 'full'] as const) {
-      const { proxy } = await startCapturing(capture, 'latency');
+      const { proxy } = await startCapturing(capture, 'latency', probeFile);
       const proxied = new Pool(proxy.url, { connections: 32 });
-      for (const [label, size] of [
-        ['50 KB', 50 * 1024],
-        ['1 MB', 1024 * 1024],
+      // The proxy needs about 2,500 requests to settle (JIT, buffers); the others get a few hundred.
+      await warm(proxied, small, Math.round(2500 * Math.min(1, SCALE * 2)), 8);
+      await warm(barePool, small, 300, 8);
+      await warm(direct, small, 300, 8);
+      for (const [label, list] of [
+        ['50 KB', small],
+        ['1 MB', large],
       ] as const) {
-        const body = JSON.stringify({ ...bodyOfSize(size, size), stream: true });
-        for (let i = 0; i < 10; i++) {
-          await timed(direct, body);
-          await timed(proxied, body);
+        for (let i = 0; i < 20; i++) await timed(proxied, list[i % list.length] as string);
+        const d: Sample[] = [];
+        const b: Sample[] = [];
+        const p: Sample[] = [];
+        const targets: Array<[Pool, Sample[]]> = [
+          [direct, d],
+          [barePool, b],
+          [proxied, p],
+        ];
+        const until = performance.now() + (list === large ? 14_000 : 10_000) * SCALE;
+        for (let i = 0; performance.now() < until; i++) {
+          const body = list[i % list.length] as string;
+          for (let k = 0; k < 3; k++) {
+            const [pool, out] = targets[(i + k) % 3] as [Pool, Sample[]];
+            out.push(await timed(pool, body));
+          }
         }
-        const d: Array<{ ttfb: number; total: number }> = [];
-        const p: Array<{ ttfb: number; total: number }> = [];
-        const until = performance.now() + (size > 100_000 ? 12_000 : 8_000);
-        while (performance.now() < until) {
-          d.push(await timed(direct, body));
-          p.push(await timed(proxied, body));
-        }
-        const diff = (k: 'ttfb' | 'total', q: number) =>
-          (
-            percentile(
-              p.map((x) => x[k]),
-              q,
-            ) -
-            percentile(
-              d.map((x) => x[k]),
-              q,
-            )
-          ).toFixed(2);
+        const added = (xs: Sample[], k: 'ttfb' | 'total', at: number) =>
+          q(
+            xs.map((x) => x[k]),
+            at,
+          ) -
+          q(
+            d.map((x) => x[k]),
+            at,
+          );
+        const bareP50 = added(b, 'total', 0.5);
+        if (label === '50 KB' && capture === 'hashes') bareSmallP50 = bareP50;
         console.log(
-          `${label} | ${capture} | ${diff('ttfb', 0.5)} | ${diff('ttfb', 0.99)} | ${diff('total', 0.5)} | ${diff('total', 0.99)} | ${percentile(
-            d.map((x) => x.total),
-            0.5,
-          ).toFixed(2)} | ${p.length}`,
+          `${label} | ${capture} | ${f2(bareP50)} | ${f2(added(b, 'total', 0.99))} | ${f2(added(p, 'ttfb', 0.5))} | ${f2(added(p, 'ttfb', 0.99))} | ${f2(added(p, 'total', 0.5))} | ${f2(added(p, 'total', 0.99))} | ${(added(p, 'total', 0.5) / Math.max(0.01, bareP50)).toFixed(2)}× | ${f2(
+            q(
+              d.map((x) => x.total),
+              0.5,
+            ),
+          )} | ${p.length}`,
         );
       }
+      loopMax = Math.max(loopMax, (await readLoopProbe(proxy.child, probeFile)).max);
       if (capture === 'hashes') {
-        const body = JSON.stringify({ ...bodyOfSize(50 * 1024, 7), stream: true });
-        let done = 0;
-        const end = performance.now() + 8000;
-        const t0 = performance.now();
-        await Promise.all(
-          Array.from({ length: 32 }, async () => {
-            while (performance.now() < end) {
-              await timed(proxied, body);
-              done++;
-            }
-          }),
-        );
+        // 32 clients, each on its own 50 KB body; direct, bare and cacheward in rotated phases.
+        await readLoopProbe(proxy.child, probeFile);
+        const targets: Array<[string, Pool]> = [
+          ['direct', direct],
+          ['bare hop', barePool],
+          ['cacheward (hashes)', proxied],
+        ];
+        const lat = new Map<string, number[]>(targets.map(([n]) => [n, []]));
+        const secs = new Map<string, number>(targets.map(([n]) => [n, 0]));
+        for (let round = 0; round < 4; round++) {
+          for (let k = 0; k < 3; k++) {
+            const [name, pool] = targets[(round + k) % 3] as [string, Pool];
+            const end = performance.now() + 2500 * SCALE;
+            const t0 = performance.now();
+            await Promise.all(
+              Array.from({ length: 32 }, async (_, c) => {
+                while (performance.now() < end)
+                  lat.get(name)?.push((await timed(pool, small[c] as string)).total);
+              }),
+            );
+            secs.set(name, (secs.get(name) ?? 0) + (performance.now() - t0) / 1000);
+          }
+        }
+        const underLoad = await readLoopProbe(proxy.child, probeFile);
+        loopMax = Math.max(loopMax, underLoad.max);
         console.log(
-          `\nthroughput through the proxy (capture hashes), 32 concurrent clients, 50 KB streaming: ${(done / ((performance.now() - t0) / 1000)).toFixed(0)} requests/s\n`,
+          '\n32 concurrent clients, each on its own 50 KB agent body, streaming (rotated phases, ms):',
+        );
+        console.log('target | requests/s | total p50 | total p99 | n');
+        console.log('--- | --- | --- | --- | ---');
+        for (const [name] of targets) {
+          const xs = lat.get(name) ?? [];
+          console.log(
+            `${name} | ${(xs.length / (secs.get(name) ?? 1)).toFixed(0)} | ${f2(q(xs, 0.5))} | ${f2(q(xs, 0.99))} | ${xs.length}`,
+          );
+        }
+        const dp99 = q(lat.get('direct') ?? [], 0.99);
+        const cp99 = q(lat.get('cacheward (hashes)') ?? [], 0.99);
+        console.log(
+          `cacheward p99 ${f2(cp99)} against direct p99 + the bare hop's 50 KB p50 = ${f2(dp99 + bareSmallP50)}; the proxy's event loop under this load: max delay ${f2(underLoad.max)} ms, p99 ${f2(underLoad.p99)} ms`,
         );
       }
       await proxied.close();
       proxy.child.kill('SIGTERM');
     }
+    console.log(`\nlongest the proxy's event loop was held in these runs: ${f2(loopMax)} ms\n`);
     await direct.close();
+    await barePool.close();
 
     // Capture storage over a 200-turn growing conversation, full mode and hashes mode. Agent turns (a
     // question, a tool call, a ~3.6 KB file read, an answer) as real agents send; and tiny turns (a short

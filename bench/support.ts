@@ -10,9 +10,26 @@ export type Json = Record<string, unknown>;
 
 const bin = join(import.meta.dirname, '../dist/cli/bin.js');
 
-/** Starts `cacheward <args>` from dist/ and resolves with the loopback URL it prints. */
-export async function startCli(args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * Starts `cacheward <args>` from dist/ (or another built `bin`, for a before/after run) and resolves with
+ * the loopback URL it prints. `node` are options for Node itself (e.g. `--import` a probe).
+ */
+export async function startCli(
+  args: string[],
+  options: { bin?: string; node?: string[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ child: ChildProcess; url: string }> {
+  return startNode([...(options.node ?? []), options.bin ?? bin, ...args], options.env);
+}
+
+/** Starts `node <args>` and resolves with the loopback URL it prints. */
+export async function startNode(
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    ...(env ? { env: { ...process.env, ...env } } : {}),
+  });
   const url = await new Promise<string>((resolve, reject) => {
     let buf = '';
     child.stdout?.on('data', (d) => {
@@ -20,7 +37,7 @@ export async function startCli(args: string[]): Promise<{ child: ChildProcess; u
       const m = buf.match(/http:\/\/127\.0\.0\.1:\d+/);
       if (m) resolve(m[0]);
     });
-    child.once('exit', (code) => reject(new Error(`${args[0]} exited ${code}`)));
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}`)));
   });
   return { child, url };
 }
@@ -42,4 +59,33 @@ export function percentile(values: number[], p: number): number {
 /** The first line every benchmark prints: what ran it. */
 export function machineLine(bench: string): string {
   return `cacheward bench/${bench}: node ${process.version}, ${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores`;
+}
+
+/** Multiplies every bench phase's duration: `BENCH_SCALE=0.3` for a quick look (default 1). */
+export const SCALE = Math.max(0.05, Number(process.env.BENCH_SCALE ?? 1) || 1);
+
+/** Where bench/loop-probe.mjs writes a process's event-loop figures (read with {@link readLoopProbe}). */
+export function loopProbeArgs(file: string): { node: string[]; env: NodeJS.ProcessEnv } {
+  return {
+    node: ['--import', join(import.meta.dirname, 'loop-probe.mjs')],
+    env: { CACHEWARD_LOOP_PROBE: file },
+  };
+}
+
+/** Asks a probed child for its event-loop delay since the last ask (max and p99, ms), and resets it. */
+export async function readLoopProbe(
+  child: ChildProcess,
+  file: string,
+): Promise<{ max: number; p99: number }> {
+  const { readFile, rm } = await import('node:fs/promises');
+  await rm(file, { force: true });
+  child.kill('SIGUSR2');
+  for (let i = 0; i < 200; i++) {
+    try {
+      return JSON.parse(await readFile(file, 'utf8')) as { max: number; p99: number };
+    } catch {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+  throw new Error('the event-loop probe did not answer');
 }

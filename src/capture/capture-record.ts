@@ -3,7 +3,7 @@
 
 import { hash } from 'node:crypto';
 import type { FixNote } from '../fixes/fix.js';
-import type { Prefix } from '../prefix/build-prefix.js';
+import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
 import type { NormalizedUsage } from '../wire/usage.js';
 import type { StoredBody } from './body-delta.js';
@@ -115,6 +115,36 @@ function compactParam(v: unknown): unknown {
 }
 
 /** The prefix as the capture keeps it (no text in any mode: the full body carries the text). */
+/** The last prefixes captured (their blocks, and the captured blocks made from them), newest first. */
+const recentCaptures: Array<{ blocks: readonly PrefixBlock[]; captured: CapturedBlock[] }> = [];
+
+/**
+ * The captured blocks of `blocks`. The leading blocks the prefix model handed over from a recent request
+ * (the same objects) are captured as the same objects too: the records of a conversation share them, and
+ * the live analysis extends from them in O(the new turn). Blocks are never changed once built.
+ */
+function capturedBlocks(blocks: readonly PrefixBlock[], capture: (b: PrefixBlock) => CapturedBlock) {
+  let from: { blocks: readonly PrefixBlock[]; captured: CapturedBlock[] } | undefined;
+  let shared = 0;
+  for (const r of recentCaptures) {
+    let n = 0;
+    const max = Math.min(r.blocks.length, blocks.length);
+    while (n < max && r.blocks[n] === blocks[n]) n++;
+    if (n > shared) {
+      shared = n;
+      from = r;
+    }
+  }
+  const captured = from ? from.captured.slice(0, shared) : [];
+  for (let i = shared; i < blocks.length; i++) captured.push(capture(blocks[i] as PrefixBlock));
+  const at = recentCaptures.findIndex((r) => r === from);
+  if (at >= 0 && shared === (from as { blocks: readonly PrefixBlock[] }).blocks.length)
+    recentCaptures.splice(at, 1);
+  recentCaptures.unshift({ blocks, captured });
+  if (recentCaptures.length > 32) recentCaptures.length = 32;
+  return captured;
+}
+
 export function capturePrefix(prefix: Prefix): CapturedPrefix {
   const params = { tools: {}, system: {}, messages: {} } as CapturedPrefix['params'];
   for (const level of ['tools', 'system', 'messages'] as const) {
@@ -123,7 +153,7 @@ export function capturePrefix(prefix: Prefix): CapturedPrefix {
   const out: CapturedPrefix = {
     format: prefix.format,
     totalTokens: prefix.totalTokens,
-    blocks: prefix.blocks.map((b) => {
+    blocks: capturedBlocks(prefix.blocks, (b) => {
       const c: CapturedBlock = {
         level: b.level,
         index: b.index,

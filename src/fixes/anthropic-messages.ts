@@ -9,6 +9,7 @@ export { isObj, type Json } from '../core/json.js';
 
 import type { Prefix } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
+import { decodeKey, parseSpan } from '../wire/json-scan.js';
 import type { FixRequest } from './fix.js';
 
 export type Message = { role: string; content: string | Json[]; [k: string]: unknown };
@@ -16,6 +17,39 @@ export type Message = { role: string; content: string | Json[]; [k: string]: unk
 /** The request's parsed body, as the prefix model read it. Shared: a fix copies what it changes. */
 export function bodyOf(req: Pick<FixRequest, 'prefix'>): Readonly<Json> {
   return req.prefix.body.value();
+}
+
+/** The request's top-level `tools` as objects, parsed from their span alone (not the whole body). */
+export function toolsOf(req: Pick<FixRequest, 'prefix'>): Json[] {
+  const { root, bytes } = req.prefix.body;
+  const node = root.members.get('tools');
+  if (!node) return [];
+  // The scan hands over the node of unchanged bytes from the request before: so is its parse. Read-only.
+  const known = parsedTools.get(node);
+  if (known) return known;
+  const tools = parseSpan(bytes, node.start, node.end);
+  const list = (Array.isArray(tools) ? tools : []).filter(isObj) as Json[];
+  parsedTools.set(node, list);
+  return list;
+}
+
+const parsedTools = new WeakMap<object, Json[]>();
+
+/** How many messages the body has, and the role of its last one, from the scan (no parse). */
+export function messageShape(req: Pick<FixRequest, 'prefix'>): {
+  count: number;
+  lastRole: string | undefined;
+} {
+  const { root, bytes } = req.prefix.body;
+  const node = root.members.get('messages');
+  if (node?.type !== 'array') return { count: 0, lastRole: undefined };
+  const last = node.items[node.items.length - 1];
+  const role = last?.type === 'object' ? last.members.get('role') : undefined;
+  return {
+    count: node.items.length,
+    lastRole:
+      role?.type === 'leaf' && role.first === 0x22 ? decodeKey(bytes, role.start, role.end) : undefined,
+  };
 }
 
 export function writeBody(value: Json): Buffer {
@@ -63,6 +97,50 @@ export function historyUnits(prefix: Prefix, messages: readonly Message[]): Unit
   });
 }
 
+/** A message's shape as the prefix model saw it: role, string content, its units' identities. */
+export interface MessageShape {
+  role: string;
+  string: boolean;
+  ids: string[];
+}
+
+/**
+ * Every message's shape, from the prefix model and its scan alone (no parse): what {@link historyUnits}
+ * gives minus the blocks. Undefined when a message has no content array or string (the slow path decides).
+ */
+export function historyShapes(prefix: Prefix): MessageShape[] | undefined {
+  const { root, bytes } = prefix.body;
+  const node = root.members.get('messages');
+  if (node?.type !== 'array') return undefined;
+  const shapes: MessageShape[] = [];
+  for (const m of node.items) {
+    if (m.type !== 'object') return undefined;
+    const role = m.members.get('role');
+    const content = m.members.get('content');
+    if (role?.type !== 'leaf' || role.first !== 0x22 || !content) return undefined;
+    const string = content.type === 'leaf' && content.first === 0x22;
+    if (!string && content.type !== 'array') return undefined;
+    shapes.push({ role: decodeKey(bytes, role.start, role.end), string, ids: [] });
+  }
+  const { start, end } = prefix.levels.messages;
+  for (let i = start; i < end; i++) {
+    const b = prefix.blocks[i];
+    if (!b || b.kind === 'empty' || b.messageIndex === undefined) continue;
+    shapes[b.messageIndex]?.ids.push(b.contentHash);
+  }
+  node.items.forEach((m, k) => {
+    const content = m.type === 'object' ? m.members.get('content') : undefined;
+    const blocks = content?.type === 'array' ? content.items.filter((x) => x.type === 'object').length : 1;
+    const ids = (shapes[k] as MessageShape).ids.length;
+    if (ids !== blocks)
+      throw new CachewardError(
+        'CW_FIX_INPUT',
+        `message ${k}: ${blocks} blocks but ${ids} identities in the prefix model`,
+      );
+  });
+  return shapes;
+}
+
 /** Whether a message carries a cache marker on any block. */
 export function marked(m: Message): boolean {
   return Array.isArray(m.content) && m.content.some((b) => isObj(b) && b.cache_control !== undefined);
@@ -73,6 +151,7 @@ export function marked(m: Message): boolean {
  * tools-freeze, not a cache identity (the cache sees key order; the frozen bytes are what it gets).
  */
 export function sameDefinition(a: Json, b: Json): boolean {
+  if (a === b) return true;
   const { cache_control: _a, defer_loading: _da, ...ra } = a;
   const { cache_control: _b, defer_loading: _db, ...rb } = b;
   return stableJson(ra) === stableJson(rb);

@@ -4,9 +4,11 @@
 
 import {
   bodyOf,
+  historyShapes,
   historyUnits,
   type Json,
   type Message,
+  type MessageShape,
   marked,
   messagesOf,
   type Unit,
@@ -33,6 +35,18 @@ export const pinReminders: Fix<PinState> = {
   description: 'keep the first-seen message shape of a re-serialized history (system reminders)',
   initialState: () => ({ messages: [] }),
   apply(req, state) {
+    // The common case, read from the prefix model alone: the history already has the canonical shape.
+    const shapes = historyShapes(req.prefix);
+    if (shapes) {
+      // No canonical units yet: start from the client's shapes (as the slow path's fresh start does).
+      if (!state.messages.some((cm) => cm.ids.length > 0)) return { state: { messages: shapes }, notes: [] };
+      if (!unitsExtend(state, shapes))
+        return {
+          state: { messages: shapes },
+          notes: ['history no longer matches the pinned one (compaction or a rewrite): pins reset'],
+        };
+      if (alreadyCanonical(state, shapes)) return { state: { messages: shapes }, notes: [] };
+    }
     const body = bodyOf(req);
     if (!Array.isArray(body.messages)) return { state, notes: [] };
     const messages = messagesOf(body);
@@ -123,3 +137,33 @@ export const pinReminders: Fix<PinState> = {
     };
   },
 };
+
+/**
+ * Whether the client's history starts with the canonical one message by message (same roles, same units):
+ * then nothing is reshaped and the state is the client's shapes. An empty canonical history is not.
+ */
+function alreadyCanonical(state: PinState, shapes: readonly MessageShape[]): boolean {
+  if (state.messages.length === 0 || state.messages.length > shapes.length) return false;
+  return state.messages.every((cm, k) => {
+    const m = shapes[k] as MessageShape;
+    return m.role === cm.role && m.ids.length === cm.ids.length && cm.ids.every((id, j) => m.ids[j] === id);
+  });
+}
+
+/** Whether the canonical history's units (role and identity) are a prefix of the client's, unit by unit. */
+function unitsExtend(state: PinState, shapes: readonly MessageShape[]): boolean {
+  let m = 0;
+  let j = 0;
+  for (const cm of state.messages) {
+    for (const id of cm.ids) {
+      while (m < shapes.length && j >= (shapes[m] as MessageShape).ids.length) {
+        m++;
+        j = 0;
+      }
+      const shape = shapes[m];
+      if (!shape || shape.role !== cm.role || shape.ids[j] !== id) return false;
+      j++;
+    }
+  }
+  return true;
+}

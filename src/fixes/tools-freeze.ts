@@ -5,15 +5,17 @@
 import { anthropicModelFacts } from '../cache/anthropic-models.js';
 import {
   bodyOf,
-  isObj,
   type Json,
+  messageShape,
   messagesOf,
   sameDefinition,
   TOOL_CHANGES_BETA,
+  toolsOf,
   withBeta,
   writeBody,
 } from './anthropic-messages.js';
 import type { DeclaredChange, Fix } from './fix.js';
+import { spliceBody } from './splice-body.js';
 
 /** A deferred tool the conversation carries from its first request, so later deferred additions keep the hash. */
 export const PLACEHOLDER_TOOL: Json = {
@@ -52,8 +54,9 @@ export const toolsFreeze: Fix<FreezeState> = {
   initialState: () => fresh(),
   apply(req, state, ctx) {
     if (ctx.provider !== 'anthropic') return { state, notes: [] };
-    const body = bodyOf(req);
-    const model = typeof body.model === 'string' ? body.model : '';
+    // Read from the prefix model's scan: the tools parsed alone, the messages only counted.
+    const fields = req.prefix.body.fields;
+    const model = typeof fields.model === 'string' ? fields.model : '';
     if (!anthropicModelFacts(model).midConversationSystem) {
       if (state.warned.includes(model)) return { state, notes: [] };
       return {
@@ -63,8 +66,8 @@ export const toolsFreeze: Fix<FreezeState> = {
         ],
       };
     }
-    const clientTools = (Array.isArray(body.tools) ? body.tools : []).filter(isObj) as Json[];
-    const messages = messagesOf(body);
+    const clientTools = toolsOf(req);
+    const messages = messageShape(req);
     const notes: string[] = [];
     let next: FreezeState = {
       ...state,
@@ -120,34 +123,38 @@ export const toolsFreeze: Fix<FreezeState> = {
         }
       }
       if (newAnnouncements.length) {
-        const last = messages[messages.length - 1];
-        if (last?.role !== 'user') {
+        if (messages.lastRole !== 'user') {
           notes.push(
             'the request does not end on a user turn: the tool change cannot be announced here; forwarded as sent',
           );
           return { state, notes };
         }
-        const existing = next.announcements.find((a) => a.at === messages.length);
+        const existing = next.announcements.find((a) => a.at === messages.count);
         if (existing) existing.blocks.push(...newAnnouncements);
-        else next.announcements.push({ at: messages.length, blocks: newAnnouncements });
+        else next.announcements.push({ at: messages.count, blocks: newAnnouncements });
       }
     }
     // The forwarded request: frozen tools, the placeholder, the deferred additions; announcements in place.
-    let rendered = render(next, messages);
+    let rendered = render(next, messages.count);
     if (!rendered) {
       // Announcements past the end of this request's history (it was cut short: a compaction, a fork
       // from an earlier turn) cannot be placed: re-freeze what this request sends.
       freeze('the history is shorter than the announcements: re-froze the tools sent');
-      rendered = render(next, messages) as Rendered;
+      rendered = render(next, messages.count) as Rendered;
     }
-    const { tools, forwarded } = rendered;
+    const { tools, insert } = rendered;
     changes.push(...rendered.changes);
     changes.push(
       { kind: 'tools', detail: 'frozen tools[] with a deferred placeholder' },
       { kind: 'beta', value: TOOL_CHANGES_BETA },
     );
+    // Spliced into the client's bytes (the same bytes a whole re-serialization writes, at the cost of
+    // what changed); a body that is not compact JSON is parsed and written whole.
+    const body =
+      spliceBody(req.prefix.body, { set: { tools }, insert }) ??
+      writeBody(forwardedValue(req, tools, insert));
     return {
-      body: writeBody({ ...body, tools, messages: forwarded }),
+      body,
       headers: { 'anthropic-beta': withBeta(req.headers['anthropic-beta'], TOOL_CHANGES_BETA) },
       state: next,
       notes,
@@ -158,28 +165,39 @@ export const toolsFreeze: Fix<FreezeState> = {
 
 interface Rendered {
   tools: Json[];
-  forwarded: Json[];
+  /** The announcement messages, before which of the client's messages. */
+  insert: Array<{ before: number; message: Json }>;
   changes: DeclaredChange[];
 }
 
-/** The tools and messages to forward for a state; undefined when an announcement falls past the history. */
-function render(state: FreezeState, messages: readonly Json[]): Rendered | undefined {
+/** The tools and insertions to forward for a state; undefined when an announcement falls past the history. */
+function render(state: FreezeState, messageCount: number): Rendered | undefined {
   const tools = [
     ...(state.frozen ?? []),
     PLACEHOLDER_TOOL,
     ...state.added.map((t) => ({ ...t, defer_loading: true })),
   ];
-  const forwarded: Json[] = [];
+  const insert: Rendered['insert'] = [];
   const changes: DeclaredChange[] = [];
   const order = [...state.announcements].sort((a, b) => a.at - b.at);
+  for (const a of order) {
+    if (a.at > messageCount) return undefined;
+    changes.push({ kind: 'insert-message', index: a.at + insert.length });
+    insert.push({ before: a.at, message: { role: 'system', content: a.blocks } });
+  }
+  return { tools, insert, changes };
+}
+
+/** The forwarded request as a value, for a body that cannot be spliced. */
+function forwardedValue(req: Parameters<typeof bodyOf>[0], tools: Json[], insert: Rendered['insert']): Json {
+  const body = bodyOf(req);
+  const messages = messagesOf(body);
+  const forwarded: Json[] = [];
   let k = 0;
   for (let i = 0; i <= messages.length; i++) {
-    while (k < order.length && (order[k] as { at: number }).at === i) {
-      changes.push({ kind: 'insert-message', index: forwarded.length });
-      forwarded.push({ role: 'system', content: (order[k] as { blocks: Json[] }).blocks });
-      k++;
-    }
+    while (k < insert.length && (insert[k] as { before: number }).before === i)
+      forwarded.push((insert[k++] as { message: Json }).message);
     if (i < messages.length) forwarded.push(messages[i] as Json);
   }
-  return k < order.length ? undefined : { tools, forwarded, changes };
+  return { ...body, tools, messages: forwarded };
 }

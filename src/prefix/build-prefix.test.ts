@@ -211,17 +211,44 @@ describe('PrefixBuilder memo', () => {
     expect(builder.units.stats.reused - before.reused).toBe(pb.blocks.length - 3);
   });
 
+  it('reuses units shifted by an insertion, alternating between a client body and its forwarded one', () => {
+    const builder = new PrefixBuilder({ memoEntries: 1 });
+    const a = agentConversation({ turns: 20 });
+    const withPlaceholder = (b: typeof a) => ({
+      ...b,
+      tools: [...(b.tools as object[]), { name: 'x', description: 'd', input_schema: { type: 'object' } }],
+    });
+    builder.parse(json(a));
+    builder.parse(json(withPlaceholder(a)));
+    const b = appendUserTurn(a, 'next');
+    const before = { ...builder.units.stats };
+    const pb = builder.parse(json(b));
+    const pf = builder.parse(json(withPlaceholder(b)));
+    // The client's body reads its two new blocks and the one that lost its marker; the forwarded one
+    // (every unit after the inserted tool shifted by one) finds all of its units in the bodies before.
+    const read = builder.units.stats.computed + builder.units.stats.remembered;
+    const readBefore = before.computed + before.remembered;
+    expect(read - readBefore).toBe(3);
+    expect(builder.units.stats.reused - before.reused).toBe(pb.blocks.length + pf.blocks.length - 3);
+    expect(pf.blocks.map((x) => x.contentHash)).toEqual(
+      new PrefixBuilder().parse(json(withPlaceholder(b))).blocks.map((x) => x.contentHash),
+    );
+  });
+
   it('evicts the oldest units past its limit', () => {
     const builder = new PrefixBuilder({ memoEntries: 5 });
     const a = json(agentConversation({ turns: 3 }));
     builder.parse(a);
     builder.parse(json(agentConversation({ turns: 3, seed: 7 })));
+    // A third body, so `a` is no longer one of the two the builder extends from.
+    builder.parse(json(agentConversation({ turns: 3, seed: 8 })));
     const before = builder.units.stats.computed;
     builder.parse(a);
     expect(builder.units.stats.computed).toBeGreaterThan(before);
     const roomy = new PrefixBuilder();
     roomy.parse(a);
     roomy.parse(json(agentConversation({ turns: 3, seed: 7 })));
+    roomy.parse(json(agentConversation({ turns: 3, seed: 8 })));
     const kept = roomy.units.stats.computed;
     roomy.parse(a);
     expect(roomy.units.stats.computed).toBe(kept);
@@ -238,5 +265,45 @@ describe('PrefixBuilder memo', () => {
     const builder = new PrefixBuilder({ estimateTokens: ({ text }) => text().length });
     const p = builder.parse('{"model":"m","messages":[{"role":"user","content":"hello"}]}');
     expect(p.blocks[0]?.tokens).toBe(JSON.stringify({ type: 'text', text: 'hello' }).length);
+  });
+});
+
+describe('PrefixBuilder extend path', () => {
+  it('builds, from the blocks it takes over, exactly the prefix a fresh builder builds', () => {
+    const builder = new PrefixBuilder();
+    let body = agentConversation({ turns: 6 });
+    const bodies: object[] = [];
+    for (let t = 0; t < 6; t++) {
+      body = appendUserTurn(body, `turn ${t}`);
+      bodies.push(body);
+      // A forwarded twin: one more tool in front shifts every later unit.
+      bodies.push({ ...body, tools: [...(body.tools as object[]), { name: 'p', input_schema: {} }] });
+    }
+    // An edit in the middle, a parameter that folds in at the messages level, a new system prompt.
+    const edited = structuredClone(body) as { messages: Array<{ content: unknown }>; system: unknown };
+    edited.messages[3] = { role: 'user', content: 'rewritten' } as never;
+    bodies.push(
+      edited,
+      { ...body, thinking: { type: 'enabled', budget_tokens: 2048 } },
+      { ...body, system: 'x' },
+    );
+    bodies.push(body);
+    for (const b of bodies) {
+      const got = builder.parse(json(b));
+      const want = new PrefixBuilder().parse(json(b));
+      expect(got.blocks).toEqual(want.blocks);
+      expect(got.levels).toEqual(want.levels);
+      expect(got.totalTokens).toBe(want.totalTokens);
+    }
+  });
+
+  it('hands over the very block objects of an unchanged leading part', () => {
+    const builder = new PrefixBuilder();
+    const a = agentConversation({ turns: 8 });
+    const pa = builder.parse(json(a));
+    const pb = builder.parse(json(appendUserTurn(a, 'next')));
+    // All but the last block of `a` (its marker moved) are the same objects.
+    const kept = pb.blocks.filter((b, i) => b === pa.blocks[i]).length;
+    expect(kept).toBe(pa.blocks.length - 1);
   });
 });

@@ -2,6 +2,7 @@
 // with the render-affecting parameters folded in at the level they invalidate (SPEC-caching.md). Pure.
 
 import { hash } from 'node:crypto';
+import { sharedByteCount } from '../wire/json-scan.js';
 import {
   type ByteSpan,
   type ParseRequestOptions,
@@ -242,8 +243,10 @@ export type PrefixBuilderOptions = UnitReaderOptions;
  */
 export class PrefixBuilder {
   readonly units: UnitReader;
-  /** The last body built: units whose bytes are unchanged at the same position reuse its results. */
-  private previous: { body: RequestBody; infos: UnitInfo[] } | undefined;
+  /** The last two bodies built (a client's and its forwarded one): units with unchanged bytes reuse their results. */
+  private previous: PreviousBody[] = [];
+  /** The body the one being built was scanned from (its units are matched first: same nodes, no compare). */
+  private scannedFrom: RequestBody | undefined;
 
   constructor(options: PrefixBuilderOptions = {}) {
     this.units = new UnitReader(options);
@@ -251,12 +254,30 @@ export class PrefixBuilder {
 
   /** Parses a body and builds its prefix. */
   parse(input: Uint8Array | string, options: ParseRequestOptions = {}): Prefix {
-    return this.build(parseRequestBody(input, options));
+    // The scan takes over the nodes of the kept body that shares the most leading bytes with this one.
+    let previous = options.previous;
+    if (!previous && typeof input !== 'string' && this.previous.length) {
+      let best = -1;
+      for (const p of this.previous) {
+        const n = sharedByteCount(input, p.body.bytes);
+        if (n > best) {
+          best = n;
+          previous = p.body;
+        }
+      }
+    }
+    const body = parseRequestBody(input, previous ? { ...options, previous } : options);
+    this.scannedFrom = previous;
+    try {
+      return this.build(body);
+    } finally {
+      this.scannedFrom = undefined;
+    }
   }
 
   /** Builds the prefix of an already parsed body. */
   build(body: RequestBody): Prefix {
-    const infos = this.readUnits(body);
+    const { infos, base } = this.readUnits(body);
     const flags: DerivedFlags = {
       images: false,
       citations: false,
@@ -289,22 +310,54 @@ export class PrefixBuilder {
     const chain = new KeyChain();
     const transcript = new TranscriptChain();
     const billing = billingHeaderUnit(body);
+    // The extend path: the leading units this body shares with `base` (same bytes, place and message)
+    // take over base's blocks as they are; the chains resume from the last one taken.
+    const unitBlock: Array<PrefixBlock | undefined> = new Array(body.units.length);
+    const chainStates: Array<readonly number[]> = [];
+    const transcriptStates: Array<readonly number[]> = [];
+    let reuse = base !== undefined && (base.billing === billing) === true;
+    let resumeFrom = -1;
+    const resume = () => {
+      if (resumeFrom < 0 || !base) return;
+      chain.load(base.chainStates[resumeFrom] as readonly number[]);
+      transcript.load(base.transcriptStates[resumeFrom] as readonly number[]);
+      resumeFrom = -1;
+    };
     for (const level of LEVELS) {
       running = foldLevel(running, level, params[level]);
       chain.reset(running);
+      resumeFrom = -1;
       const foldHash = running;
+      if (reuse && base?.levels[level]?.foldHash !== foldHash) reuse = false;
       const start = blocks.length;
       for (; u < body.units.length && body.units[u]?.level === level; u++) {
         const unit = body.units[u];
         const info = infos[u];
+        if (reuse && base && unit && !sameMessagePlace(unit, base.body.units[u], u < (base.shared ?? 0))) {
+          reuse = false;
+        }
+        if (reuse && base && u < base.shared) {
+          const taken = base.unitBlock[u];
+          unitBlock[u] = taken;
+          if (!taken) continue;
+          blocks.push(taken);
+          chainStates.push(base.chainStates[taken.index] as readonly number[]);
+          transcriptStates.push(base.transcriptStates[taken.index] as readonly number[]);
+          running = taken.hash;
+          tokens = taken.cumulativeTokens;
+          resumeFrom = taken.index;
+          continue;
+        }
+        reuse = false;
         if (!unit || !info || info.deferLoading || u === billing) continue;
+        resume();
         // A message's first block also carries the message boundary, its role and its other fields.
         if (unit.messageHeader !== undefined) chain.absorb(messageStart(unit.role ?? '', unit.messageHeader));
         chain.absorb(info.contentHash);
         running = chain.key();
         tokens += info.tokens;
         // Every block gets every field (undefined where absent): one object shape keeps later code fast.
-        blocks.push({
+        const block: PrefixBlock = {
           index: blocks.length,
           level,
           kind: info.kind,
@@ -321,10 +374,15 @@ export class PrefixBuilder {
           emptyText: info.emptyText,
           toolParts: info.toolParts,
           transcript: level === 'messages' ? transcript.next(unit.role, info.contentHash) : undefined,
-        });
+        };
+        blocks.push(block);
+        unitBlock[u] = block;
+        chainStates.push(chain.save());
+        transcriptStates.push(transcript.save());
       }
       levels[level] = { start, end: blocks.length, params: params[level], foldHash };
     }
+    this.keep(body, infos, { unitBlock, chainStates, transcriptStates, levels, billing });
     const model = typeof body.fields.model === 'string' ? body.fields.model : undefined;
     const prefix: Prefix = {
       format: body.format,
@@ -342,28 +400,169 @@ export class PrefixBuilder {
   }
 
   /**
-   * Reads every unit. A unit whose bytes equal the previous body's unit at the same position (a memcmp,
-   * no hashing) reuses that result: a request that extends the last one only hashes its new blocks.
+   * Reads every unit. A unit whose bytes equal a unit of one of the last two bodies (a memcmp, no hashing)
+   * reuses that result: a request that extends an earlier one only hashes its new blocks. The match is
+   * looked for where the previous match left off, so units shifted by an insertion (a fix's placeholder
+   * tool, an announcement) or by the proxy parsing the client's body and then the forwarded one still match.
    */
-  private readUnits(body: RequestBody): UnitInfo[] {
-    const prev = this.previous?.body.format === body.format ? this.previous : undefined;
+  private readUnits(body: RequestBody): { infos: UnitInfo[]; base: PreviousBody | undefined } {
+    const prevs = this.previous
+      .filter((p) => p.body.format === body.format && p.built)
+      .sort((a, b) => Number(b.body === this.scannedFrom) - Number(a.body === this.scannedFrom));
     const infos: UnitInfo[] = new Array(body.units.length);
+    const deltas = prevs.map(() => 0);
+    // How many leading units each previous body shares at the same index.
+    const leading = prevs.map(() => 0);
+    let misses = 0;
     for (let i = 0; i < body.units.length; i++) {
       const u = body.units[i] as RawUnit;
-      const p = prev?.body.units[i];
-      if (
-        prev &&
-        p &&
-        p.form === u.form &&
-        p.span.end - p.span.start === u.span.end - u.span.start &&
-        body.bytes.compare(prev.body.bytes, p.span.start, p.span.end, u.span.start, u.span.end) === 0
-      ) {
-        infos[i] = prev.infos[i] as UnitInfo;
+      let info: UnitInfo | undefined;
+      // Where the last match left off in each body, then a few places either side, then (unless this is
+      // a run of new units) that body's index by length.
+      for (let pass = 0; pass < 3 && !info; pass++) {
+        if (pass === 2 && misses >= 8) break;
+        for (let k = 0; k < prevs.length && !info; k++) {
+          const prev = prevs[k] as PreviousBody;
+          const at = i + (deltas[k] as number);
+          let j = -1;
+          if (pass === 0) j = sameUnit(body, u, prev.body, at) ? at : -1;
+          else if (pass === 1) {
+            for (let d = 1; d <= 3 && j < 0; d++) {
+              if (sameUnit(body, u, prev.body, at + d)) j = at + d;
+              else if (sameUnit(body, u, prev.body, at - d)) j = at - d;
+            }
+          } else j = prev.find(body, u, at);
+          if (j >= 0) {
+            info = prev.infos[j];
+            deltas[k] = j - i;
+            if (j === i && leading[k] === i) leading[k] = i + 1;
+          }
+        }
+      }
+      misses = info ? 0 : misses + 1;
+      // A body that matched at the same index from the start also counts further along, if it still does.
+      for (let k = 0; k < prevs.length; k++)
+        if (leading[k] === i && sameUnit(body, u, (prevs[k] as PreviousBody).body, i)) leading[k] = i + 1;
+      if (info) {
+        infos[i] = info;
         this.units.stats.reused++;
       } else infos[i] = this.units.read(body.bytes, u, body.format);
     }
-    this.previous = { body, infos };
-    return infos;
+    let base: PreviousBody | undefined;
+    prevs.forEach((p, k) => {
+      if ((leading[k] as number) > (base?.shared ?? 0)) {
+        base = p;
+        p.shared = leading[k] as number;
+      }
+    });
+    return { infos, base };
+  }
+
+  private keep(body: RequestBody, infos: UnitInfo[], built: BuiltBlocks): void {
+    const kept = new PreviousBody(body, infos);
+    kept.built = built;
+    this.previous = [kept, ...this.previous.filter((p) => p.body !== body)].slice(0, 2);
+  }
+
+  /** Forgets the bodies kept to extend from (their bytes are released). */
+  forget(): void {
+    this.previous = [];
+  }
+}
+
+/** Whether `u` of `body` has the same form and bytes as unit `j` of `prev`. */
+function sameUnit(body: RequestBody, u: RawUnit, prev: RequestBody, j: number): boolean {
+  const p = prev.units[j];
+  // The scan took this node over from the earlier body: the same bytes at the same place.
+  if (p !== undefined && p.node === u.node && p.form === u.form) return true;
+  return (
+    p !== undefined &&
+    p.form === u.form &&
+    p.span.end - p.span.start === u.span.end - u.span.start &&
+    body.bytes.compare(prev.bytes, p.span.start, p.span.end, u.span.start, u.span.end) === 0
+  );
+}
+
+/** What a build made, per unit and per block, for the next build to take over. */
+interface BuiltBlocks {
+  unitBlock: Array<PrefixBlock | undefined>;
+  /** The key chain's and the transcript's state after each block. */
+  chainStates: Array<readonly number[]>;
+  transcriptStates: Array<readonly number[]>;
+  levels: Readonly<Record<PrefixLevel, PrefixLevelInfo>>;
+  billing: number;
+}
+
+/** Whether a unit sits in the same message place as the base's unit at its index (so its block is the same). */
+function sameMessagePlace(u: RawUnit, p: RawUnit | undefined, sharedBytes: boolean): boolean {
+  return (
+    sharedBytes &&
+    p !== undefined &&
+    p.level === u.level &&
+    p.span.start === u.span.start &&
+    p.messageIndex === u.messageIndex &&
+    p.partIndex === u.partIndex &&
+    p.role === u.role &&
+    p.messageHeader === u.messageHeader
+  );
+}
+
+/** A body kept to extend from, with an index of its units by length, built on the first miss. */
+class PreviousBody {
+  private byLength: Map<number, number[]> | undefined;
+  /** What its build made (set once built). */
+  built: BuiltBlocks | undefined;
+  /** For the body being built now: how many of its leading units this one shares at the same index. */
+  shared = 0;
+  constructor(
+    readonly body: RequestBody,
+    readonly infos: UnitInfo[],
+  ) {}
+
+  get unitBlock() {
+    return this.built?.unitBlock ?? [];
+  }
+  get chainStates() {
+    return this.built?.chainStates ?? [];
+  }
+  get transcriptStates() {
+    return this.built?.transcriptStates ?? [];
+  }
+  get levels(): Partial<Record<PrefixLevel, PrefixLevelInfo>> {
+    return this.built?.levels ?? {};
+  }
+  get billing() {
+    return this.built?.billing ?? -2;
+  }
+
+  /** The unit of this body with the bytes of `u`, nearest at or after `from` (else before); -1 if none. */
+  find(body: RequestBody, u: RawUnit, from: number): number {
+    if (!this.byLength) {
+      this.byLength = new Map();
+      this.body.units.forEach((x, j) => {
+        const len = x.span.end - x.span.start;
+        const list = this.byLength?.get(len);
+        if (list) list.push(j);
+        else this.byLength?.set(len, [j]);
+      });
+    }
+    const list = this.byLength.get(u.span.end - u.span.start);
+    if (!list) return -1;
+    // The first candidate at or after `from` (binary search), then a few on either side.
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((list[mid] as number) < from) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let d = 0; d < 8; d++) {
+      for (const at of [lo + d, lo - 1 - d]) {
+        const j = list[at];
+        if (j !== undefined && sameUnit(body, u, this.body, j)) return j;
+      }
+    }
+    return -1;
   }
 }
 

@@ -73,12 +73,45 @@ function isWhitespace(c: number): boolean {
  * Structure outside leaves is checked strictly; leaf contents are checked when they are parsed
  * (`parseLeaf`), so every byte of a document is validated exactly once by someone.
  */
-export function scanJson(bytes: Uint8Array, shape: ScanShape, maxDepth = MAX_JSON_DEPTH): ScanNode {
-  const scanner = new Scanner(bytes, maxDepth);
-  const root = scanner.value(scanner.skipWs(0), shape, 0);
+export function scanJson(
+  bytes: Uint8Array,
+  shape: ScanShape,
+  maxDepth = MAX_JSON_DEPTH,
+  previous?: PreviousScan,
+): ScanNode {
+  const scanner = new Scanner(bytes, maxDepth, previous);
+  const root = scanner.value(scanner.skipWs(0), shape, 0, previous?.root);
   const after = scanner.skipWs(root.end);
   if (after < bytes.length) scanner.fail(after, 'unexpected data after the end of the JSON value');
   return root;
+}
+
+/**
+ * An earlier scan of a document with the same shape and depth limit, and how many leading bytes the two
+ * documents share: a node of the earlier scan that ends inside the shared bytes is the node this scan
+ * would build at that place (same bytes before it, same bytes in it), so it is taken as it is.
+ */
+export interface PreviousScan {
+  root: ScanNode;
+  sameBytes: number;
+}
+
+/** How many leading bytes `a` and `b` share (native compares, 64 KB at a time). */
+export function sharedByteCount(a: Uint8Array, b: Uint8Array): number {
+  const x = Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+  const y = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const n = Math.min(x.length, y.length);
+  const CHUNK = 65_536;
+  let at = 0;
+  while (at < n) {
+    const end = Math.min(n, at + CHUNK);
+    if (x.compare(y, at, end, at, end) !== 0) {
+      while (at < end && x[at] === y[at]) at++;
+      return at;
+    }
+    at = end;
+  }
+  return n;
 }
 
 class Scanner {
@@ -87,12 +120,17 @@ class Scanner {
   /** The next backslash at or after the scan position (or Infinity): escapes are found in O(n) overall. */
   private nextBackslash: number;
 
+  /** Bytes shared with the previous scan's document (0: nothing is taken over). */
+  private readonly sameBytes: number;
+
   constructor(
     private readonly bytes: Uint8Array,
     private readonly maxDepth: number,
+    previous?: PreviousScan,
   ) {
     const nb = bytes.indexOf(BACKSLASH);
     this.nextBackslash = nb < 0 ? Number.POSITIVE_INFINITY : nb;
+    this.sameBytes = previous?.sameBytes ?? 0;
   }
 
   fail(offset: number, detail: string): never {
@@ -120,15 +158,33 @@ class Scanner {
   }
 
   /** The value at `pos`, which sits inside `depth` open arrays and objects. */
-  value(pos: number, shape: ScanShape | undefined, depth: number): ScanNode {
+  value(pos: number, shape: ScanShape | undefined, depth: number, prev?: ScanNode): ScanNode {
+    if (prev !== undefined && prev.start === pos && prev.end < this.sameBytes) {
+      // The earlier scan's node for these very bytes at this very place: taken over, not rescanned.
+      if (!prev.clean) this.clean = false;
+      if (this.nextBackslash < prev.end) {
+        const nb = this.bytes.indexOf(BACKSLASH, prev.end);
+        this.nextBackslash = nb < 0 ? Number.POSITIVE_INFINITY : nb;
+      }
+      return prev;
+    }
+    const earlier = prev !== undefined && prev.start === pos ? prev : undefined;
     const c = this.bytes[pos];
     if (c === undefined) this.fail(pos, 'unexpected end of input');
     const outer = this.clean;
     this.clean = true;
     let node: ScanNode;
     if ((c === OPEN_OBJECT || c === OPEN_ARRAY) && depth >= this.maxDepth) this.tooDeep(pos);
-    if (c === OPEN_OBJECT && shape?.members) node = this.object(pos, shape.members, depth + 1, shape.only);
-    else if (c === OPEN_ARRAY && shape?.items) node = this.array(pos, shape.items, depth + 1);
+    if (c === OPEN_OBJECT && shape?.members)
+      node = this.object(
+        pos,
+        shape.members,
+        depth + 1,
+        shape.only,
+        earlier?.type === 'object' ? earlier : undefined,
+      );
+    else if (c === OPEN_ARRAY && shape?.items)
+      node = this.array(pos, shape.items, depth + 1, earlier?.type === 'array' ? earlier : undefined);
     else node = { type: 'leaf', start: pos, end: this.skipValue(pos, depth), first: c, clean: true };
     node.clean = this.clean;
     this.clean = outer && this.clean;
@@ -140,6 +196,7 @@ class Scanner {
     memberShapes: Readonly<Record<string, ScanShape>>,
     depth: number,
     only?: readonly string[],
+    prev?: ScanObject,
   ): ScanObject {
     const b = this.bytes;
     const members = new Map<string, ScanNode>();
@@ -173,8 +230,10 @@ class Scanner {
           pos,
           Object.hasOwn(memberShapes, key) ? memberShapes[key] : undefined,
           depth,
+          prev?.members.get(key),
         );
-        members.delete(key);
+        // A repeated key: JSON.parse keeps one, so these bytes are not what JSON.stringify would write.
+        if (members.delete(key)) this.clean = false;
         members.set(key, child);
         pos = this.skipWs(child.end);
       }
@@ -188,13 +247,13 @@ class Scanner {
     }
   }
 
-  array(start: number, itemShape: ScanShape, depth: number): ScanArray {
+  array(start: number, itemShape: ScanShape, depth: number, prev?: ScanArray): ScanArray {
     const b = this.bytes;
     const items: ScanNode[] = [];
     let pos = this.skipWs(start + 1);
     if (b[pos] === CLOSE_ARRAY) return { type: 'array', start, end: pos + 1, items, clean: true };
     for (;;) {
-      const child = this.value(pos, itemShape, depth);
+      const child = this.value(pos, itemShape, depth, prev?.items[items.length]);
       items.push(child);
       pos = this.skipWs(child.end);
       const c = b[pos];

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicFixture, openaiChatFixture, openaiResponsesFixture } from '../../test/fixtures/requests.js';
 import { JsonSyntaxError, WireFormatError } from '../core/errors.js';
+import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
 import { detectBodyFormat, formatFromRoute, parseRequestBody } from './request-body.js';
 
 const text = (bytes: Uint8Array, span: { start: number; end: number }) =>
@@ -148,5 +149,42 @@ describe('detectBodyFormat', () => {
       format: 'anthropic-messages',
       decisive: false,
     });
+  });
+});
+
+describe('parseRequestBody with a previous body', () => {
+  const base = JSON.stringify(agentConversation({ turns: 4 }));
+  const extended = JSON.stringify(appendUserTurn(agentConversation({ turns: 4 }), 'more'));
+  const pairs: Array<[string, string, string]> = [
+    ['an appended turn', base, extended],
+    ['the same body', base, base],
+    ['a shorter body', extended, base],
+    ['whitespace in the new part', base, `${base.slice(0, -2)} ]}`],
+    ['an escape in the new part', base, base.replace(/"messages":\[/, '"x":"\\u0041","messages":[')],
+    ['a repeated key at the end', base, `${base.slice(0, -1)},"model":"again"}`],
+    ['a different first byte', base, ` ${base}`],
+  ];
+  it.each(pairs)('%s: the same nodes and units as a scan from scratch', (_name, before, after) => {
+    const previous = parseRequestBody(before);
+    const got = parseRequestBody(after, { previous });
+    const want = parseRequestBody(after);
+    expect(got.root).toEqual(want.root);
+    expect(got.units).toEqual(want.units);
+    expect(got.fields).toEqual(want.fields);
+  });
+
+  it('takes over the nodes of the shared leading bytes', () => {
+    const previous = parseRequestBody(base);
+    const got = parseRequestBody(extended, { previous });
+    expect(got.root.members.get('tools')).toBe(previous.root.members.get('tools'));
+    const items = (b: typeof got) => (b.root.members.get('messages') as { items: unknown[] }).items;
+    // Every message but the last (it lost its cache marker) is the earlier scan's node.
+    const shared = items(got).filter((m, i) => m === items(previous)[i]).length;
+    expect(shared).toBe(items(previous).length - 1);
+  });
+
+  it('still reports an error in the new part', () => {
+    const previous = parseRequestBody(base);
+    expect(() => parseRequestBody(`${base.slice(0, -2)},{]}`, { previous })).toThrow();
   });
 });

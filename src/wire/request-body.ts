@@ -7,11 +7,13 @@ import {
   byteToPosition,
   decodeKey,
   decodeUtf8,
+  MAX_JSON_DEPTH,
   parseSpan,
   type ScanNode,
   type ScanObject,
   type ScanShape,
   scanJson,
+  sharedByteCount,
 } from './json-scan.js';
 
 /** The request formats cacheward understands. */
@@ -62,6 +64,8 @@ export interface RequestBody {
   fieldSpans: ReadonlyMap<string, ByteSpan>;
   /** The `anthropic-beta` values sent with the request (from the headers option), sorted, de-duplicated. */
   betas: readonly string[];
+  /** The depth limit it was scanned with (a later scan takes its nodes over only under the same limit). */
+  maxDepth?: number;
   value(): Record<string, unknown>;
 }
 
@@ -75,6 +79,11 @@ export interface ParseRequestOptions {
   headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
   /** Deepest nesting accepted (default `MAX_JSON_DEPTH`, 512); deeper is a `JsonDepthError`. */
   maxDepth?: number;
+  /**
+   * An earlier body (of the same conversation, say): the scan takes over its nodes for the bytes the two
+   * share at the start, so a body that extends it is scanned in time proportional to what is new.
+   */
+  previous?: RequestBody;
 }
 
 /** The members of a block that kind, name, flags and markers need; the rest is skipped without nodes. */
@@ -120,7 +129,13 @@ export function parseRequestBody(input: Uint8Array | string, options: ParseReque
       byteToPosition(bytes, at),
     );
   }
-  const root = scanJson(bytes, SHAPE, options.maxDepth);
+  const maxDepth = options.maxDepth ?? MAX_JSON_DEPTH;
+  const prev = options.previous;
+  const previous =
+    prev?.root && (prev.maxDepth ?? MAX_JSON_DEPTH) === maxDepth && prev.bytes.length
+      ? { root: prev.root, sameBytes: sharedByteCount(bytes, prev.bytes) }
+      : undefined;
+  const root = scanJson(bytes, SHAPE, maxDepth, previous);
   if (root.type !== 'object') {
     throw new WireFormatError('$', 'a request body must be a JSON object', byteToPosition(bytes, root.start));
   }
@@ -145,6 +160,7 @@ export function parseRequestBody(input: Uint8Array | string, options: ParseReque
     fields,
     fieldSpans,
     betas: readBetas(options.headers),
+    maxDepth,
     value() {
       parsed ??= parseSpan(bytes, root.start, root.end) as Record<string, unknown>;
       return parsed;

@@ -1,0 +1,196 @@
+// Benchmark: what `--fix tools-freeze,pin-reminders` costs per request on an agent-shaped Opus 5 session
+// that grows by one exchange per request (as Claude Code sends it), at 50 KB to 2 MB of conversation: added
+// p50 over a direct call to the simulator, and its growth in ms per MB. Proxies without fixes, and (with
+// CACHEWARD_BASE_BIN=<another build's dist/cli/bin.js>) an earlier build with fixes, run interleaved in the
+// same run, so before/after figures share the machine's load.
+// Run: npm run bench:proxy-fixes   (builds first; about 2–3 minutes; BENCH_SCALE=0.3 for a quick look)
+
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { agentConversation } from '../src/demo/agent-conversation.js';
+import { loopProbeArgs, machineLine, percentile, readLoopProbe, SCALE, startCli } from './support.js';
+
+const HEADERS = { 'content-type': 'application/json', 'x-api-key': 'bench-key' };
+const FIXES = 'tools-freeze,pin-reminders';
+
+/**
+ * One session's requests: request k is the conversation up to its k-th user message (a question or a
+ * tool result), with the cache marker on its last block, as agents move it. Consecutive requests append.
+ */
+class Session {
+  private readonly head: string;
+  private readonly plain: string[];
+  private readonly marked: string[];
+  /** Indices of user messages: a request ends on each. */
+  private readonly ends: number[];
+  private next: number;
+
+  constructor(seed: number, fromBytes: number, steps: number) {
+    let turns = 2;
+    const body = () => agentConversation({ turns, seed, cacheLast: false });
+    // Enough turns for the first request to be `fromBytes` long and `steps` more after it.
+    while (JSON.stringify(body()).length < fromBytes + (steps / 2 + 2) * 5_000)
+      turns += Math.max(1, turns >> 2);
+    const { messages, ...rest } = body() as { messages: Array<{ role: string; content: unknown[] }> };
+    this.head = JSON.stringify({ ...rest, stream: true }).slice(0, -1);
+    this.plain = messages.map((m) => JSON.stringify(m));
+    this.marked = messages.map((m) => {
+      const content = m.content.map((b, i) =>
+        i === m.content.length - 1 ? { ...(b as object), cache_control: { type: 'ephemeral' } } : b,
+      );
+      return JSON.stringify({ ...m, content });
+    });
+    this.ends = messages.flatMap((m, i) => (m.role === 'user' ? [i] : []));
+    let size = this.head.length;
+    let first = messages.length - 1;
+    for (let i = 0; i < messages.length; i++) {
+      size += (this.plain[i] as string).length + 1;
+      if (size >= fromBytes && messages[i]?.role === 'user') {
+        first = i;
+        break;
+      }
+    }
+    this.next = Math.max(0, this.ends.indexOf(first));
+  }
+
+  /** The next request's body (each extends the one before). */
+  take(): string {
+    const end = this.ends[this.next++];
+    if (end === undefined) throw new Error('session exhausted');
+    return `${this.head},"messages":[${[...this.plain.slice(0, end), this.marked[end]].join(',')}]}`;
+  }
+}
+
+interface Target {
+  name: string;
+  pool: Pool;
+  child?: ChildProcess;
+  probe?: string;
+  totals: Map<number, number[]>;
+}
+
+async function timed(pool: Pool, body: string): Promise<number> {
+  const t0 = performance.now();
+  const res = await pool.request({ path: '/v1/messages', method: 'POST', headers: HEADERS, body });
+  await res.body.arrayBuffer();
+  if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}: ${pool}`);
+  return performance.now() - t0;
+}
+
+/** Least-squares slope of y over x. */
+function slope(xs: number[], ys: number[]): number {
+  const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const my = ys.reduce((a, b) => a + b, 0) / ys.length;
+  let num = 0;
+  let den = 0;
+  xs.forEach((x, i) => {
+    num += (x - mx) * ((ys[i] as number) - my);
+    den += (x - mx) ** 2;
+  });
+  return den ? num / den : 0;
+}
+
+async function main() {
+  console.log(machineLine('proxy-fixes'));
+  const children: ChildProcess[] = [];
+  const dirs: string[] = [];
+  const tmp = (name: string) => {
+    const d = mkdtempSync(join(tmpdir(), `cacheward-bench-fixes-${name}-`));
+    dirs.push(d);
+    return d;
+  };
+  const sim = await startCli(['sim', '--port', '0']);
+  children.push(sim.child);
+  try {
+    const targets: Target[] = [
+      { name: 'direct', pool: new Pool(sim.url, { connections: 8 }), totals: new Map() },
+    ];
+    const addProxy = async (name: string, fix: boolean, bin?: string) => {
+      const dir = tmp(name.replace(/\W+/g, '-'));
+      const probe = join(dir, 'loop.json');
+      const args = ['proxy', '--port', '0', '--upstream', sim.url, '--capture', 'hashes', '--dir', dir];
+      if (fix) args.push('--fix', FIXES);
+      const p = await startCli(args, { ...loopProbeArgs(probe), ...(bin ? { bin } : {}) });
+      children.push(p.child);
+      targets.push({
+        name,
+        pool: new Pool(p.url, { connections: 8 }),
+        child: p.child,
+        probe,
+        totals: new Map(),
+      });
+    };
+    await addProxy('cacheward, no fixes', false);
+    await addProxy(`cacheward --fix ${FIXES}`, true);
+    const base = process.env.CACHEWARD_BASE_BIN;
+    if (base) await addProxy(`earlier build (${base}) --fix ${FIXES}`, true, base);
+
+    // Warm-up: about 2,500 appended requests per proxy on small sessions of their own (4 at a time).
+    const warmups = Math.round(2500 * Math.min(1, SCALE * 2));
+    let seed = 1000;
+    for (const t of targets.slice(1)) {
+      let left = warmups;
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (left > 0) {
+            const s = new Session(seed++, 20_000, 40);
+            for (let i = 0; i < 40 && left-- > 0; i++) await timed(t.pool, s.take());
+          }
+        }),
+      );
+    }
+    for (const t of targets) if (t.child && t.probe) await readLoopProbe(t.child, t.probe);
+
+    const sizes = [50 * 1024, 512 * 1024, 1024 * 1024, 2048 * 1024];
+    const steps = Math.max(8, Math.round(30 * SCALE));
+    for (const size of sizes) {
+      // Three sessions per size, their first request (a new conversation) not measured.
+      for (let s = 0; s < 3; s++) {
+        const session = new Session(seed++, size, steps + 1);
+        const first = session.take();
+        for (const t of targets) await timed(t.pool, first);
+        for (let i = 0; i < steps; i++) {
+          const body = session.take();
+          for (let k = 0; k < targets.length; k++) {
+            const t = targets[(i + k) % targets.length] as Target;
+            const list = t.totals.get(size) ?? [];
+            list.push(await timed(t.pool, body));
+            t.totals.set(size, list);
+          }
+        }
+      }
+    }
+    const direct = targets[0] as Target;
+    console.log('\nadded total p50 over a direct call, appended requests, interleaved and rotated (ms):');
+    console.log(
+      `proxy | ${sizes.map((s) => `${s >= 1024 * 1024 ? `${s / 1024 / 1024} MB` : `${s / 1024} KB`}`).join(' | ')} | growth (ms per MB) | event loop max (ms)`,
+    );
+    console.log(`--- | ${sizes.map(() => '---').join(' | ')} | --- | ---`);
+    const mb = sizes.map((s) => s / 1024 / 1024);
+    for (const t of targets.slice(1)) {
+      const added = sizes.map(
+        (s) => percentile(t.totals.get(s) ?? [], 0.5) - percentile(direct.totals.get(s) ?? [], 0.5),
+      );
+      const loop = t.child && t.probe ? await readLoopProbe(t.child, t.probe) : undefined;
+      console.log(
+        `${t.name} | ${added.map((a) => a.toFixed(2)).join(' | ')} | ${slope(mb, added).toFixed(2)} | ${loop ? loop.max.toFixed(1) : '-'}`,
+      );
+    }
+    console.log(
+      `direct total p50 (ms) | ${sizes.map((s) => percentile(direct.totals.get(s) ?? [], 0.5).toFixed(2)).join(' | ')} | | (n = ${steps * 3} per size and target)`,
+    );
+    for (const t of targets) await t.pool.close();
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
