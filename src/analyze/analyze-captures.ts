@@ -5,6 +5,8 @@
 import { AnthropicCache } from '../cache/anthropic-cache.js';
 import { TTL_1H } from '../cache/anthropic-rules.js';
 import type { CacheEvidence, Unreadable } from '../cache/cache-evidence.js';
+import { EntryStore } from '../cache/entry-store.js';
+import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import { OpenAICache } from '../cache/openai-cache.js';
 import { openaiDefaultRetention } from '../cache/openai-rules.js';
 import type { CapturedPrefix, CaptureRecord } from '../capture/capture-record.js';
@@ -154,6 +156,20 @@ export interface AnalyzeOptions {
   keepMisses?: boolean;
   /** Records allowed to arrive out of start order (the reorder window). Default 256. */
   window?: number;
+  /** Bounds for an analysis that runs for ever (the proxy's live view); a report keeps everything. */
+  bounds?: AnalyzerBounds;
+}
+
+/** What a long-running analyzer remembers at most (least recently used go first). */
+export interface AnalyzerBounds {
+  /** Conversations the conversation model remembers (and 4 requests, 16 transcript keys for each). */
+  conversations: number;
+  /** Recent requests kept as parents for the requests after them. */
+  recent: number;
+  /** Cache entries each provider's cache model keeps. */
+  cacheEntries: number;
+  /** Session summaries. */
+  sessions: number;
 }
 
 /** What the analyzer keeps of a recent request, for the requests that come after it. Bounded. */
@@ -209,9 +225,10 @@ export function isTurn(r: Pick<CaptureRecord, 'route' | 'status'>): boolean {
 }
 
 export class Analyzer {
-  private readonly anthropic = new AnthropicCache();
-  private readonly openai = new OpenAICache();
-  private readonly conversations = new MemoryConversationStore();
+  private readonly anthropic: AnthropicCache;
+  private readonly openai: OpenAICache;
+  private readonly conversations: MemoryConversationStore;
+  private readonly maxRecent: number;
   /** Prefix blocks shared between records that share captured blocks (the reader's delta bases). */
   private readonly reuse = new CapturedPrefixReuse();
   private readonly recent = new Map<string, Seen>();
@@ -225,7 +242,21 @@ export class Analyzer {
   >();
   private outputTokens = 0;
 
-  constructor(private readonly options: AnalyzeOptions) {}
+  constructor(private readonly options: AnalyzeOptions) {
+    const b = options.bounds;
+    this.anthropic = new AnthropicCache(b ? { store: new EntryStore({ maxEntries: b.cacheEntries }) } : {});
+    this.openai = new OpenAICache(b ? { store: new EntryStore({ maxEntries: b.cacheEntries }) } : {});
+    this.conversations = new MemoryConversationStore(
+      b
+        ? {
+            maxConversations: b.conversations,
+            maxRequests: b.conversations * 4,
+            maxKeys: b.conversations * 16,
+          }
+        : {},
+    );
+    this.maxRecent = b?.recent ?? RECENT;
+  }
 
   /** Analyzes one record (records should arrive in start order) and returns its row. */
   add(r: CaptureRecord): AnalyzedRequest | undefined {
@@ -263,8 +294,16 @@ export class Analyzer {
       ...(previous !== undefined ? { previous } : {}),
     };
     const res = turnOf ? resolveConversation(this.conversations, req) : undefined;
-    if (res) commitConversation(this.conversations, req, res);
-    if (res && r.responseId) this.conversations.addResponse(r.responseId, r.id);
+    if (res) {
+      // A bounded (live) analysis also forgets a conversation once its provider's cache cannot hold it.
+      if (this.options.bounds)
+        this.conversations.stamp(
+          start + longestCacheTtlMs(r.provider === 'anthropic' ? 'anthropic-messages' : undefined),
+        );
+      commitConversation(this.conversations, req, res);
+      if (res && r.responseId) this.conversations.addResponse(r.responseId, r.id);
+      if (this.options.bounds) this.conversations.prune(start);
+    }
     const parent = res?.parent ? this.recent.get(res.parent) : undefined;
     const conversation = res?.conversation ?? `none-${r.id}`;
     const session = label ?? (res?.relation === 'fork' && parent ? parent.session : conversation);
@@ -371,7 +410,7 @@ export class Analyzer {
 
   private remember(seen: Seen): void {
     this.recent.set(seen.id, seen);
-    if (this.recent.size > RECENT) {
+    if (this.recent.size > this.maxRecent) {
       const oldest = this.recent.keys().next().value;
       if (oldest !== undefined) this.recent.delete(oldest);
     }
@@ -488,6 +527,11 @@ export class Analyzer {
         last: row.time,
       };
       this.sessions.set(row.session, s);
+      const max = this.options.bounds?.sessions;
+      if (max !== undefined && this.sessions.size > max) {
+        const oldest = this.sessions.keys().next().value;
+        if (oldest !== undefined) this.sessions.delete(oldest);
+      }
     }
     s.requests++;
     if (row.fork) s.forks++;
