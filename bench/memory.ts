@@ -1,11 +1,12 @@
 // Benchmark: the proxy's memory under many conversations. The built `cacheward proxy` in front of `cacheward sim`
-// (child processes, loopback), Claude Code-shaped small bodies (the agent tools, a system prompt, a
-// system-reminder, metadata.user_id with a session, streamed), each conversation one turn longer per request.
-// Reports RSS and heap (from /_cacheward/health) after each level, with and without
-// `--fix tools-freeze,pin-reminders`, and RSS as distinct conversations pass the state's bound.
-// Run: npm run bench:memory   (builds first; about 2 minutes)
-//   CACHEWARD_BENCH_MEMORY=full adds the 100,000-request level (20,000 conversations) and 100,000 distinct
-//   conversations (several minutes: run it once for the README).
+// (child processes, loopback), Claude Code-shaped small bodies (the agent tools, a billing line and a system
+// prompt, a system-reminder, metadata.user_id with a session; not streamed, to fit the time), each
+// conversation one turn longer per request, 32 in flight. Reports RSS and heap (from /_cacheward/health)
+// after each level, with and without `--fix tools-freeze,pin-reminders`, and RSS as distinct conversations
+// pass the state's bound (10,000 conversations by default).
+// Run: npm run bench:memory   (builds first; about 2 minutes on a quiet 2-core machine)
+//   CACHEWARD_BENCH_MEMORY=full adds the 100,000-request level (20,000 conversations) and takes the distinct
+//   conversations to 100,000 (10+ minutes: run it once for the README).
 
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -60,7 +61,7 @@ function body(c: number, t: number): string {
   return JSON.stringify({
     model: 'claude-opus-5',
     max_tokens: 1024,
-    stream: true,
+    stream: false,
     metadata: { user_id: `user_bench_account__session_${c.toString(16).padStart(8, '0')}-bench` },
     tools: TOOLS,
     system: SYSTEM,
@@ -153,7 +154,7 @@ async function main() {
       }
     }
     // Distinct conversations, one request each (the worst case for per-conversation state), with fixes.
-    const distinct = FULL ? 100_000 : 20_000;
+    const distinct = FULL ? 100_000 : 16_000;
     const step = distinct / 4;
     console.log(
       `\n${distinct.toLocaleString('en-US')} distinct conversations, one request each, with fixes:`,
@@ -167,6 +168,7 @@ async function main() {
     });
   } finally {
     sim.child.kill('SIGTERM');
+    await new Promise((r) => sim.child.once('exit', r));
   }
   console.log(`\n(${((performance.now() - t0) / 1000).toFixed(0)} s)`);
 }
