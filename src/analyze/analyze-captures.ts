@@ -189,6 +189,13 @@ interface Seen {
 }
 
 const RECENT = 4_096;
+/**
+ * Prefix blocks the recent requests may hold between them: a 10,000-turn session's prefixes have 20,000
+ * blocks each, and 4,096 of them would pin 80 million references. Parents are recent: fewer are kept then.
+ */
+const RECENT_BLOCKS = 2_000_000;
+/** A report's conversation model: bounded too, so 100,000 requests do not hold every request's node. */
+const REPORT_STORE = { maxRequests: 50_000, maxKeys: 250_000 };
 
 /** The analysis over a stream of records. */
 export async function analyzeRecords(
@@ -229,6 +236,7 @@ export class Analyzer {
   private readonly openai: OpenAICache;
   private readonly conversations: MemoryConversationStore;
   private readonly maxRecent: number;
+  private recentBlocks = 0;
   /** Prefix blocks shared between records that share captured blocks (the reader's delta bases). */
   private readonly reuse = new CapturedPrefixReuse();
   private readonly recent = new Map<string, Seen>();
@@ -253,7 +261,7 @@ export class Analyzer {
             maxRequests: b.conversations * 4,
             maxKeys: b.conversations * 16,
           }
-        : {},
+        : REPORT_STORE,
     );
     this.maxRecent = b?.recent ?? RECENT;
   }
@@ -409,10 +417,18 @@ export class Analyzer {
   }
 
   private remember(seen: Seen): void {
+    const before = this.recent.get(seen.id);
+    if (before) {
+      this.recent.delete(seen.id);
+      this.recentBlocks -= before.prefix.blocks.length;
+    }
     this.recent.set(seen.id, seen);
-    if (this.recent.size > this.maxRecent) {
-      const oldest = this.recent.keys().next().value;
-      if (oldest !== undefined) this.recent.delete(oldest);
+    this.recentBlocks += seen.prefix.blocks.length;
+    while (this.recent.size > this.maxRecent || (this.recentBlocks > RECENT_BLOCKS && this.recent.size > 1)) {
+      const oldest = this.recent.values().next().value;
+      if (oldest === undefined) break;
+      this.recent.delete(oldest.id);
+      this.recentBlocks -= oldest.prefix.blocks.length;
     }
   }
 
