@@ -1,14 +1,18 @@
 // Benchmark: `cacheward report`'s analysis over generated full-mode captures of growing conversations (each
 // request one short turn longer): 10,000 requests as 50 sessions x 200 turns, and one 2,000-turn session.
-// Requests/s, raw request MB/s, peak RSS. Run: npm run bench:analyze   (builds; about 90 s)
+// Then, from hashes-mode captures whose blocks are generated directly (a body of 10,000 turns is ~1 MB, and
+// parsing every turn's body would take most of an hour): one 10,000-turn session, and 100,000 requests as
+// 500 sessions x 200 turns, with the usage a warm cache reports. Requests/s, raw request MB/s, peak RSS.
+// Run: npm run bench:analyze   (builds; about 2 minutes)
 
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AnthropicCache, normalizeAnthropicUsage, PrefixBuilder } from '../dist/index.js';
 import { CaptureWriter } from '../dist/proxy/index.js';
-import { capturePrefix } from '../src/capture/capture-record.js';
+import { type CapturedBlock, type CaptureRecord, capturePrefix } from '../src/capture/capture-record.js';
 import { anthropicTool } from '../src/demo/agent-conversation.js';
 import { type Json, machineLine } from './support.js';
 
@@ -91,14 +95,134 @@ async function generateSession(dir: string, session: string, N: number, offset: 
   return raw;
 }
 
-async function measure(label: string, sessions: number, turns: number): Promise<void> {
+/** A hashes-mode session of `turns` requests whose captured blocks are made directly: 8 tools, a system
+ * prompt, then a user and an assistant block per turn, the cache marker on the last user block. */
+async function generateHashedSession(
+  dir: string,
+  session: string,
+  turns: number,
+  offset: number,
+): Promise<number> {
+  let t = Date.UTC(2026, 0, 1) + offset * 20_000;
+  const writer = new CaptureWriter({
+    dir,
+    mode: 'hashes',
+    clock: { now: () => t },
+    rotateBytes: 256 * 1024 * 1024,
+  });
+  const h = (s: string) => createHash('sha256').update(s).digest('hex');
+  const blocks: CapturedBlock[] = [];
+  let key = h(`seed:${session}`);
+  let at = 40;
+  let tokens = 0;
+  const push = (b: Omit<CapturedBlock, 'index' | 'hash' | 'at'>) => {
+    key = h(`${key}|${b.role ?? ''}|${b.id}`);
+    blocks.push({ ...b, index: blocks.length, hash: key, at });
+    at += b.size + 1;
+    tokens += b.tokens;
+  };
+  for (let i = 0; i < 8; i++)
+    push({
+      level: 'tools',
+      kind: 'tool',
+      name: `tool${i}`,
+      id: h(`tool${i}`).slice(0, 32),
+      size: 1_600,
+      tokens: 400,
+    });
+  push({
+    level: 'system',
+    kind: 'text',
+    id: h(`system:${session}`).slice(0, 32),
+    size: 5_000,
+    tokens: 1_250,
+    cc: { type: 'ephemeral' },
+  });
+  let raw = 0;
+  let lastUser = -1;
+  let cached = 0;
+  for (let turn = 0; turn < turns; turn++) {
+    if (turn > 0)
+      push({
+        level: 'messages',
+        kind: 'text',
+        role: 'assistant',
+        message: 2 * turn - 1,
+        part: 0,
+        id: h(`${session}:a${turn}`).slice(0, 32),
+        size: 40,
+        tokens: 10,
+      });
+    if (lastUser >= 0) {
+      const { cc: _moved, ...rest } = blocks[lastUser] as CapturedBlock;
+      blocks[lastUser] = rest;
+    }
+    push({
+      level: 'messages',
+      kind: 'text',
+      role: 'user',
+      message: 2 * turn,
+      part: 0,
+      id: h(`${session}:u${turn}`).slice(0, 32),
+      size: 45,
+      tokens: 11,
+      cc: { type: 'ephemeral' },
+    });
+    lastUser = blocks.length - 1;
+    t += 20_000;
+    raw += at;
+    const written = tokens - cached;
+    const usage = {
+      input_tokens: 3,
+      cache_read_input_tokens: cached,
+      cache_creation_input_tokens: written,
+      output_tokens: 40,
+    };
+    const record: CaptureRecord = {
+      v: 1,
+      id: `${session}-r${turn}`,
+      times: { start: t, firstByte: t + 400, end: t + 900 },
+      session: { key: session, source: 'header' },
+      provider: 'anthropic',
+      route: '/v1/messages',
+      method: 'POST',
+      model: 'claude-opus-5',
+      status: 200,
+      outcome: 'complete',
+      stream: false,
+      headers: {},
+      betas: [],
+      requestBytes: at,
+      fixes: [],
+      prefix: {
+        format: 'anthropic-messages',
+        totalTokens: tokens,
+        blocks: blocks.slice(),
+        params: { tools: {}, system: { model: 'claude-opus-5' }, messages: { max_tokens: 4096 } },
+      },
+      usage: { raw: usage, normalized: normalizeAnthropicUsage(usage) },
+    };
+    writer.write(record);
+    cached = tokens;
+    if (turn % 500 === 0) await writer.flush();
+  }
+  await writer.close();
+  return raw;
+}
+
+async function measure(label: string, sessions: number, turns: number, hashed = false): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheward-bench-analyze-'));
   try {
     const t0 = performance.now();
-    const { raw, requests } = await generate(dir, sessions, turns);
+    let raw = 0;
+    const requests = sessions * turns;
+    if (hashed)
+      for (let s = 0; s < sessions; s++)
+        raw += await generateHashedSession(dir, `bench-${s}`, turns, s * turns);
+    else raw = (await generate(dir, sessions, turns)).raw;
     const size = readdirSync(dir).reduce((a, n) => a + statSync(join(dir, n)).size, 0);
     console.log(
-      `\n${label}: ${requests.toLocaleString('en-US')} requests, ${(raw / 1e6).toFixed(0)} MB of request bodies, ${(size / 1e6).toFixed(1)} MB of full-mode capture (generated in ${((performance.now() - t0) / 1000).toFixed(0)} s)`,
+      `\n${label}: ${requests.toLocaleString('en-US')} requests, ${(raw / 1e6).toFixed(0)} MB of request bodies, ${(size / 1e6).toFixed(1)} MB of capture (generated in ${((performance.now() - t0) / 1000).toFixed(0)} s)`,
     );
     // The analysis runs in its own process so its peak RSS is its own.
     const child = spawnSync(process.execPath, [join(import.meta.dirname, 'analyze-child.mjs'), dir], {
@@ -117,8 +241,18 @@ async function measure(label: string, sessions: number, turns: number): Promise<
 
 async function main() {
   console.log(machineLine('analyze'));
-  await measure('50 sessions x 200 turns', 50, 200);
-  await measure('one session of 2,000 turns', 1, 2000);
+  // CACHEWARD_BENCH_ANALYZE=large runs only the two large cases.
+  if (process.env.CACHEWARD_BENCH_ANALYZE !== 'large') {
+    await measure('50 sessions x 200 turns', 50, 200);
+    await measure('one session of 2,000 turns', 1, 2000);
+  }
+  await measure('one session of 10,000 turns (hashes mode, generated blocks)', 1, 10_000, true);
+  await measure(
+    '500 sessions x 200 turns = 100,000 requests (hashes mode, generated blocks)',
+    500,
+    200,
+    true,
+  );
 }
 
 main().catch((err) => {

@@ -5,6 +5,8 @@
 import { AnthropicCache } from '../cache/anthropic-cache.js';
 import { TTL_1H } from '../cache/anthropic-rules.js';
 import type { CacheEvidence, Unreadable } from '../cache/cache-evidence.js';
+import { EntryStore } from '../cache/entry-store.js';
+import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import { OpenAICache } from '../cache/openai-cache.js';
 import { openaiDefaultRetention } from '../cache/openai-rules.js';
 import type { CapturedPrefix, CaptureRecord } from '../capture/capture-record.js';
@@ -154,6 +156,20 @@ export interface AnalyzeOptions {
   keepMisses?: boolean;
   /** Records allowed to arrive out of start order (the reorder window). Default 256. */
   window?: number;
+  /** Bounds for an analysis that runs for ever (the proxy's live view); a report keeps everything. */
+  bounds?: AnalyzerBounds;
+}
+
+/** What a long-running analyzer remembers at most (least recently used go first). */
+export interface AnalyzerBounds {
+  /** Conversations the conversation model remembers (and 4 requests, 16 transcript keys for each). */
+  conversations: number;
+  /** Recent requests kept as parents for the requests after them. */
+  recent: number;
+  /** Cache entries each provider's cache model keeps. */
+  cacheEntries: number;
+  /** Session summaries. */
+  sessions: number;
 }
 
 /** What the analyzer keeps of a recent request, for the requests that come after it. Bounded. */
@@ -173,6 +189,13 @@ interface Seen {
 }
 
 const RECENT = 4_096;
+/**
+ * Prefix blocks the recent requests may hold between them: a 10,000-turn session's prefixes have 20,000
+ * blocks each, and 4,096 of them would pin 80 million references. Parents are recent: fewer are kept then.
+ */
+const RECENT_BLOCKS = 2_000_000;
+/** A report's conversation model: bounded too, so 100,000 requests do not hold every request's node. */
+const REPORT_STORE = { maxRequests: 50_000, maxKeys: 250_000 };
 
 /** The analysis over a stream of records. */
 export async function analyzeRecords(
@@ -209,9 +232,11 @@ export function isTurn(r: Pick<CaptureRecord, 'route' | 'status'>): boolean {
 }
 
 export class Analyzer {
-  private readonly anthropic = new AnthropicCache();
-  private readonly openai = new OpenAICache();
-  private readonly conversations = new MemoryConversationStore();
+  private readonly anthropic: AnthropicCache;
+  private readonly openai: OpenAICache;
+  private readonly conversations: MemoryConversationStore;
+  private readonly maxRecent: number;
+  private recentBlocks = 0;
   /** Prefix blocks shared between records that share captured blocks (the reader's delta bases). */
   private readonly reuse = new CapturedPrefixReuse();
   private readonly recent = new Map<string, Seen>();
@@ -225,7 +250,21 @@ export class Analyzer {
   >();
   private outputTokens = 0;
 
-  constructor(private readonly options: AnalyzeOptions) {}
+  constructor(private readonly options: AnalyzeOptions) {
+    const b = options.bounds;
+    this.anthropic = new AnthropicCache(b ? { store: new EntryStore({ maxEntries: b.cacheEntries }) } : {});
+    this.openai = new OpenAICache(b ? { store: new EntryStore({ maxEntries: b.cacheEntries }) } : {});
+    this.conversations = new MemoryConversationStore(
+      b
+        ? {
+            maxConversations: b.conversations,
+            maxRequests: b.conversations * 4,
+            maxKeys: b.conversations * 16,
+          }
+        : REPORT_STORE,
+    );
+    this.maxRecent = b?.recent ?? RECENT;
+  }
 
   /** Analyzes one record (records should arrive in start order) and returns its row. */
   add(r: CaptureRecord): AnalyzedRequest | undefined {
@@ -263,8 +302,16 @@ export class Analyzer {
       ...(previous !== undefined ? { previous } : {}),
     };
     const res = turnOf ? resolveConversation(this.conversations, req) : undefined;
-    if (res) commitConversation(this.conversations, req, res);
-    if (res && r.responseId) this.conversations.addResponse(r.responseId, r.id);
+    if (res) {
+      // A bounded (live) analysis also forgets a conversation once its provider's cache cannot hold it.
+      if (this.options.bounds)
+        this.conversations.stamp(
+          start + longestCacheTtlMs(r.provider === 'anthropic' ? 'anthropic-messages' : undefined),
+        );
+      commitConversation(this.conversations, req, res);
+      if (res && r.responseId) this.conversations.addResponse(r.responseId, r.id);
+      if (this.options.bounds) this.conversations.prune(start);
+    }
     const parent = res?.parent ? this.recent.get(res.parent) : undefined;
     const conversation = res?.conversation ?? `none-${r.id}`;
     const session = label ?? (res?.relation === 'fork' && parent ? parent.session : conversation);
@@ -370,10 +417,18 @@ export class Analyzer {
   }
 
   private remember(seen: Seen): void {
+    const before = this.recent.get(seen.id);
+    if (before) {
+      this.recent.delete(seen.id);
+      this.recentBlocks -= before.prefix.blocks.length;
+    }
     this.recent.set(seen.id, seen);
-    if (this.recent.size > RECENT) {
-      const oldest = this.recent.keys().next().value;
-      if (oldest !== undefined) this.recent.delete(oldest);
+    this.recentBlocks += seen.prefix.blocks.length;
+    while (this.recent.size > this.maxRecent || (this.recentBlocks > RECENT_BLOCKS && this.recent.size > 1)) {
+      const oldest = this.recent.values().next().value;
+      if (oldest === undefined) break;
+      this.recent.delete(oldest.id);
+      this.recentBlocks -= oldest.prefix.blocks.length;
     }
   }
 
@@ -488,6 +543,11 @@ export class Analyzer {
         last: row.time,
       };
       this.sessions.set(row.session, s);
+      const max = this.options.bounds?.sessions;
+      if (max !== undefined && this.sessions.size > max) {
+        const oldest = this.sessions.keys().next().value;
+        if (oldest !== undefined) this.sessions.delete(oldest);
+      }
     }
     s.requests++;
     if (row.fork) s.forks++;

@@ -2,11 +2,19 @@
 // run over captures exactly as they run in the simulator. No body, no text: keys, sizes and markers only.
 
 import type { CapturedBlock, CapturedPrefix } from '../capture/capture-record.js';
+import { LruMap } from '../core/lru-map.js';
 import type { Prefix, PrefixBlock, PrefixLevel } from '../prefix/build-prefix.js';
 import { TranscriptChain } from '../prefix/transcript.js';
 import type { RequestBody, WireFormat } from '../wire/request-body.js';
 
 const LEVELS: PrefixLevel[] = ['tools', 'system', 'messages'];
+
+/** Every field a tools or system block is built from (its cumulative key `hash` already names all before it). */
+function sharedKey(b: CapturedBlock, index: number, cumulative: number): string {
+  const cc = b.cc ? `${b.cc.type}/${b.cc.ttl ?? ''}` : '';
+  const tp = b.tp ? b.tp.join('/') : '';
+  return `${b.hash}|${b.id}|${index}|${cumulative}|${b.level}|${b.kind}|${b.name ?? ''}|${b.message ?? ''}|${b.part ?? ''}|${b.role ?? ''}|${b.tokens}|${b.at}|${b.size}|${cc}|${b.empty === true}|${tp}`;
+}
 
 /**
  * Remembers the prefix blocks built for a capture's blocks, so a later record whose blocks share the
@@ -18,6 +26,11 @@ export class CapturedPrefixReuse {
     CapturedBlock,
     { captured: readonly CapturedBlock[]; blocks: PrefixBlock[]; states: Array<readonly number[]> }
   >();
+  /**
+   * Tools and system blocks by everything they are made of: every conversation of one agent sends the same
+   * tools, and their blocks are held once across records that share no objects (the live analysis).
+   */
+  private readonly sharedBlocks = new LruMap<PrefixBlock>(4_096);
 
   /** The blocks and transcript states a record can take over, and how many. */
   take(captured: readonly CapturedBlock[]): {
@@ -36,6 +49,15 @@ export class CapturedPrefixReuse {
       else hi = mid - 1;
     }
     return { blocks: prev.blocks.slice(0, lo), states: prev.states.slice(0, lo) };
+  }
+
+  /** A tools or system block built before for other records with the same key (see {@link sharedKey}). */
+  shared(key: string): PrefixBlock | undefined {
+    return this.sharedBlocks.get(key);
+  }
+
+  share(key: string, block: PrefixBlock): void {
+    this.sharedBlocks.set(key, block);
   }
 
   keep(captured: readonly CapturedBlock[], blocks: PrefixBlock[], states: Array<readonly number[]>): void {
@@ -61,24 +83,34 @@ export function prefixFromCapture(
   for (let i = from; i < captured.blocks.length; i++) {
     const b = captured.blocks[i] as CapturedBlock;
     cumulative += b.tokens;
-    blocks.push({
-      ...(b.tp ? { toolParts: { schema: b.tp[0], description: b.tp[1], other: b.tp[2] } } : {}),
-      transcript: b.level === 'messages' ? transcript.next(b.role, b.id) : undefined,
-      index: i,
-      level: b.level,
-      kind: b.kind,
-      name: b.name,
-      messageIndex: b.message,
-      partIndex: b.part,
-      role: b.role,
-      contentHash: b.id,
-      hash: b.hash,
-      tokens: b.tokens,
-      cumulativeTokens: cumulative,
-      span: { start: b.at, end: b.at + b.size },
-      cacheControl: b.cc,
-      emptyText: b.empty === true,
-    });
+    const shareable = b.level !== 'messages' && reuse !== undefined;
+    const key = shareable ? sharedKey(b, i, cumulative) : '';
+    const known = shareable ? reuse.shared(key) : undefined;
+    if (known) blocks.push(known);
+    else {
+      // Every block gets every field, in one order: one object shape (a shape per block cost 25 MB of
+      // hidden classes in the live analysis of 1,000 conversations).
+      const block: PrefixBlock = {
+        index: i,
+        level: b.level,
+        kind: b.kind,
+        name: b.name,
+        messageIndex: b.message,
+        partIndex: b.part,
+        role: b.role,
+        contentHash: b.id,
+        hash: b.hash,
+        tokens: b.tokens,
+        cumulativeTokens: cumulative,
+        span: { start: b.at, end: b.at + b.size },
+        cacheControl: b.cc,
+        emptyText: b.empty === true,
+        toolParts: b.tp ? { schema: b.tp[0], description: b.tp[1], other: b.tp[2] } : undefined,
+        transcript: b.level === 'messages' ? transcript.next(b.role, b.id) : undefined,
+      };
+      if (shareable) reuse.share(key, block);
+      blocks.push(block);
+    }
     states.push(transcript.save());
   }
   reuse?.keep(captured.blocks, blocks, states);

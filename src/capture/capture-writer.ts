@@ -28,6 +28,21 @@ export interface CaptureWriterOptions {
   log?: (line: string) => void;
   /** Records waiting to be written past which new ones are dropped (and counted). Default 10,000. */
   maxQueue?: number;
+  /**
+   * Bytes waiting to be written (bodies kept for full mode, and an estimate of each record) past which new
+   * records are dropped (and counted): a slow disk cannot make the queue hold memory without bound.
+   * Default 64 MB; a single record larger than this is still taken when the queue is empty.
+   */
+  maxQueueBytes?: number;
+}
+
+/** What a queued record holds in memory, roughly: its bodies and its prefix blocks. */
+function queuedSize(record: CaptureRecord, bodies: CapturedBodies | undefined): number {
+  return (
+    512 +
+    (record.prefix?.blocks.length ?? 0) * 256 +
+    (bodies ? bodies.forwarded.length + (bodies.client?.length ?? 0) : 0)
+  );
 }
 
 /** What the health endpoint reports about capture. */
@@ -74,7 +89,8 @@ export class CaptureWriter {
   /** Bytes of capture files in the folder (counted at each new file, then added to as this writer appends). */
   private folderBytes = 0;
   private seq = 0;
-  private queue: Array<{ record: CaptureRecord; bodies?: CapturedBodies }> = [];
+  private queue: Array<{ record: CaptureRecord; bodies?: CapturedBodies; size: number }> = [];
+  private queuedBytes = 0;
   private draining: Promise<void> | undefined;
   private readonly bases = new SessionBases();
   private dirChecked = false;
@@ -93,6 +109,7 @@ export class CaptureWriter {
           ? Math.max(1, Math.min(rotate, Math.floor(options.maxBytes / 4)))
           : rotate,
       maxQueue: options.maxQueue ?? 10_000,
+      maxQueueBytes: options.maxQueueBytes ?? 64 * 1024 * 1024,
       ...(options.maxBytes !== undefined ? { maxBytes: options.maxBytes } : {}),
     };
     this.log = options.log ?? (() => {});
@@ -123,11 +140,17 @@ export class CaptureWriter {
   /** Queues a record; returns at once. Full mode stores the bodies as session deltas. */
   write(record: CaptureRecord, bodies?: CapturedBodies): void {
     if (this.opts.mode === 'off') return;
-    if (this.queue.length >= this.opts.maxQueue) {
+    const kept = this.opts.mode === 'full' ? bodies : undefined;
+    const size = queuedSize(record, kept);
+    if (
+      this.queue.length >= this.opts.maxQueue ||
+      (this.queue.length > 0 && this.queuedBytes + size > this.opts.maxQueueBytes)
+    ) {
       this.status.dropped++;
       return;
     }
-    this.queue.push(this.opts.mode === 'full' && bodies ? { record, bodies } : { record });
+    this.queuedBytes += size;
+    this.queue.push(kept ? { record, bodies: kept, size } : { record, size });
     this.startDrain();
   }
 
@@ -162,6 +185,8 @@ export class CaptureWriter {
   private async drain(): Promise<void> {
     while (this.queue.length) {
       const items = this.queue.splice(0);
+      // Taken off the queue: what they hold is the batch's now, freed as it is written.
+      for (const item of items) this.queuedBytes -= item.size;
       let batch: Buffer[] = [];
       let batchBytes = 0;
       const flushBatch = async () => {

@@ -27,18 +27,43 @@ export async function distinctCaptureFiles(paths: readonly string[]): Promise<st
   return out;
 }
 
+/** When a capture file was opened, from its name (`capture-YYYYMMDDTHHMMSS-…`, whole seconds, so never
+ * later than its first record); files named otherwise are opened first. */
+function fileStart(file: string): number {
+  const m = /capture-(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})-[^/]*\.jsonl$/.exec(file);
+  if (!m) return Number.NEGATIVE_INFINITY;
+  const [, y, mo, d, h, mi, se] = m.map(Number) as number[];
+  return Date.UTC(y as number, (mo as number) - 1, d, h, mi, se);
+}
+
 export async function* mergeCaptures(
   paths: readonly string[],
   options: MergeCapturesOptions = {},
 ): AsyncGenerator<ReadRecord> {
-  const files = await distinctCaptureFiles(paths);
-  const streams = files.map((f) => readCaptures([f], options));
-  const heads: Array<ReadRecord | undefined> = await Promise.all(
-    streams.map(async (s) => (await s.next()).value ?? undefined),
-  );
+  // Files are opened as the merge reaches their start (the time in their name, when it has one), not all
+  // at once: 500 open files held ~300 MB of read buffers for records that were not due yet.
+  const pending = (await distinctCaptureFiles(paths))
+    .map((file) => ({ file, stamp: fileStart(file) }))
+    .sort((a, b) => a.stamp - b.stamp);
+  const streams: Array<AsyncGenerator<ReadRecord>> = [];
+  const heads: Array<ReadRecord | undefined> = [];
+  const openDue = async () => {
+    for (;;) {
+      const first = pending[0];
+      if (!first) return;
+      let earliest = Number.POSITIVE_INFINITY;
+      for (const h of heads) if (h && h.record.times.start < earliest) earliest = h.record.times.start;
+      if (first.stamp > earliest) return;
+      pending.shift();
+      const stream = readCaptures([first.file], options);
+      streams.push(stream);
+      heads.push((await stream.next()).value ?? undefined);
+    }
+  };
   const window = options.dedupeWindow ?? 200_000;
   const recent = new Set<string>();
   for (;;) {
+    await openDue();
     let at = -1;
     for (let i = 0; i < heads.length; i++) {
       const h = heads[i];
@@ -47,6 +72,11 @@ export async function* mergeCaptures(
     if (at < 0) return;
     const next = heads[at] as ReadRecord;
     heads[at] = (await (streams[at] as AsyncGenerator<ReadRecord>).next()).value ?? undefined;
+    if (!heads[at]) {
+      // A file read to its end leaves the merge.
+      heads.splice(at, 1);
+      streams.splice(at, 1);
+    }
     if (recent.has(next.record.id)) {
       options.onDuplicate?.(next);
       continue;

@@ -81,6 +81,8 @@ export interface MemoryConversationStoreOptions {
   maxRequests?: number;
   /** The most transcript keys indexed. Default 1,000,000. */
   maxKeys?: number;
+  /** The most conversations (and labels) remembered. Default `maxRequests`. */
+  maxConversations?: number;
 }
 
 /** What survives a restart: each recent conversation's latest request, enough to continue it. */
@@ -98,16 +100,37 @@ export class MemoryConversationStore implements ConversationStore {
   private readonly passing: LruMap<PassingEntry>;
   private readonly labels: LruMap<string>;
   private readonly responses: LruMap<string>;
+  /** The expiry given to what is written from now on (see {@link stamp}); none: kept until pushed out. */
+  private expiresAt: number | undefined;
 
   constructor(options: MemoryConversationStoreOptions = {}) {
     const maxRequests = options.maxRequests ?? 200_000;
     const maxKeys = options.maxKeys ?? 1_000_000;
+    const maxConversations = options.maxConversations ?? maxRequests;
     this.requests = new LruMap(maxRequests);
-    this.conversations = new LruMap(maxRequests);
+    this.conversations = new LruMap(maxConversations);
     this.endings = new LruMap(maxKeys);
     this.passing = new LruMap(maxKeys);
-    this.labels = new LruMap(maxRequests);
+    this.labels = new LruMap(maxConversations);
     this.responses = new LruMap(maxRequests);
+  }
+
+  /** What is written until the next stamp expires at `expiresAt` (a request's time plus its cache's TTL). */
+  stamp(expiresAt: number | undefined): void {
+    this.expiresAt = expiresAt;
+  }
+
+  /** Forgets what expired by `now` (oldest first, a bounded amount of work per call). */
+  prune(now: number): void {
+    for (const m of [
+      this.requests,
+      this.conversations,
+      this.endings,
+      this.passing,
+      this.labels,
+      this.responses,
+    ])
+      m.prune(now);
   }
 
   /** How much is held, for bounds checks and health. */
@@ -145,13 +168,13 @@ export class MemoryConversationStore implements ConversationStore {
     return this.requests.get(id);
   }
   putRequest(node: RequestNode): void {
-    this.requests.set(node.id, node);
+    this.requests.set(node.id, node, this.expiresAt);
   }
   conversation(id: string): ConversationInfo | undefined {
     return this.conversations.get(id);
   }
   putConversation(info: ConversationInfo): void {
-    this.conversations.set(info.id, info);
+    this.conversations.set(info.id, info, this.expiresAt);
   }
   endingAt(transcript: string): readonly string[] {
     return this.endings.get(transcript) ?? [];
@@ -159,13 +182,13 @@ export class MemoryConversationStore implements ConversationStore {
   addEnding(transcript: string, request: string): void {
     const list = [...(this.endings.get(transcript) ?? []).filter((r) => r !== request), request];
     // A handful is enough to find the right one (same label, latest); retries must not grow it forever.
-    this.endings.set(transcript, list.length > 8 ? list.slice(-8) : list);
+    this.endings.set(transcript, list.length > 8 ? list.slice(-8) : list, this.expiresAt);
   }
   passingThrough(transcript: string): PassingEntry | undefined {
     return this.passing.get(transcript);
   }
   addPassing(transcript: string, entry: PassingEntry): void {
-    this.passing.set(transcript, entry);
+    this.passing.set(transcript, entry, this.expiresAt);
   }
   labelSeen(label: string): boolean {
     return this.labels.get(label) !== undefined;
@@ -174,13 +197,13 @@ export class MemoryConversationStore implements ConversationStore {
     return this.labels.get(label);
   }
   addLabel(label: string, request: string): void {
-    this.labels.set(label, request);
+    this.labels.set(label, request, this.expiresAt);
   }
   requestOfResponse(responseId: string): string | undefined {
     return this.responses.get(responseId);
   }
   addResponse(responseId: string, request: string): void {
-    this.responses.set(responseId, request);
+    this.responses.set(responseId, request, this.expiresAt);
     const node = this.requests.get(request);
     if (node && node.response !== responseId) {
       node.response = responseId;

@@ -1,9 +1,11 @@
 // The proxy's seat at the conversation model: resolves each client request once (labels from its headers
 // and body, ends from its prefix) and commits it only when the upstream accepted it. Holds no other state.
 
+import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import type { CapturedConversation } from '../capture/capture-record.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { messageEnds } from '../prefix/message-ends.js';
+import { formatFromRoute } from '../wire/request-body.js';
 import { type ConversationSnapshot, MemoryConversationStore } from './conversation-store.js';
 import {
   type ConversationRequest,
@@ -71,7 +73,11 @@ export class ConversationTracker {
   /** Records the request as a turn if the upstream accepted it; returns whether it did. */
   commit(t: TrackedRequest, route: string, status: number | undefined): boolean {
     if (t.committed || !countsAsTurn(route, status)) return false;
+    // What a turn writes matters as long as its provider's cache can still hold its prefix, no longer.
+    const time = t.request.time;
+    this.store.stamp(time + longestCacheTtlMs(formatFromRoute(route)));
     commitConversation(this.store, t.request, t.resolution);
+    this.store.prune(time);
     t.committed = true;
     return true;
   }

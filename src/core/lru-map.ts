@@ -1,8 +1,10 @@
-// A map bounded by entry count: reads and writes make a key the youngest; past the cap the oldest go.
-// Pure data structure; it never reads a clock and never does I/O.
+// A map bounded by entry count and, optionally, by age: reads and writes make a key the youngest; past the
+// cap the oldest go, and `prune(now)` drops entries whose expiry has passed. Pure: time is a parameter.
 
 export class LruMap<V> {
   private readonly map = new Map<string, V>();
+  /** Expiry (ms since the epoch) of entries set with one. */
+  private readonly expiry = new Map<string, number>();
   constructor(readonly max: number) {}
 
   get size(): number {
@@ -18,18 +20,42 @@ export class LruMap<V> {
     return v;
   }
 
-  set(k: string, v: V): void {
+  /** Sets `k`, the youngest now; with `expiresAt`, {@link prune} drops it once that time has passed. */
+  set(k: string, v: V, expiresAt?: number): void {
     this.map.delete(k);
     this.map.set(k, v);
+    if (expiresAt !== undefined) this.expiry.set(k, expiresAt);
+    else this.expiry.delete(k);
     while (this.map.size > this.max) {
       const oldest = this.map.keys().next().value;
       if (oldest === undefined) break;
-      this.map.delete(oldest);
+      this.delete(oldest);
     }
   }
 
   delete(k: string): void {
     this.map.delete(k);
+    this.expiry.delete(k);
+  }
+
+  /**
+   * Drops expired entries from the oldest end, looking past at most `patience` live ones (entries of longer
+   * lifetimes may sit among them); returns how many went. Called on each write, it costs O(1) amortized.
+   */
+  prune(now: number, patience = 32): number {
+    let dropped = 0;
+    let live = 0;
+    const gone: string[] = [];
+    for (const k of this.map.keys()) {
+      const exp = this.expiry.get(k);
+      if (exp !== undefined && exp <= now) gone.push(k);
+      else if (++live > patience) break;
+    }
+    for (const k of gone) {
+      this.delete(k);
+      dropped++;
+    }
+    return dropped;
   }
 
   /** Values, oldest first, without reordering. */

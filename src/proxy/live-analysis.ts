@@ -2,7 +2,12 @@
 // response ended, never on the request path) and comes out as a row for the page, the log and the metrics.
 // It never computes a cause itself; it keeps a bounded window of rows, sessions and per-minute totals.
 
-import { type AnalyzedRequest, Analyzer, type BustCause } from '../analyze/analyze-captures.js';
+import {
+  type AnalyzedRequest,
+  Analyzer,
+  type AnalyzerBounds,
+  type BustCause,
+} from '../analyze/analyze-captures.js';
 import { describeMiss } from '../analyze/describe-miss.js';
 import type { PriceTable } from '../analyze/price-table.js';
 import type { CaptureRecord } from '../capture/capture-record.js';
@@ -68,7 +73,20 @@ export interface LiveAnalysisOptions {
   maxRows?: number;
   maxSessions?: number;
   maxMinutes?: number;
+  /** What the analyzer remembers (default {@link LIVE_BOUNDS}). */
+  bounds?: AnalyzerBounds;
 }
+
+/**
+ * The live analyzer's memory: as many conversations as the proxy's state keeps by default, parents for
+ * the latest 4,096 requests, and the cache entries of those conversations.
+ */
+export const LIVE_BOUNDS: AnalyzerBounds = {
+  conversations: 10_000,
+  recent: 4_096,
+  cacheEntries: 100_000,
+  sessions: 10_000,
+};
 
 /** What the row was made from, for listeners that need more than the page shows (OTLP). */
 export interface LiveDetail {
@@ -89,7 +107,12 @@ export class LiveAnalysis {
 
   constructor(options: LiveAnalysisOptions) {
     // Rows and misses are handed on, not kept: memory stays bounded however long the proxy runs.
-    this.analyzer = new Analyzer({ prices: options.prices, keepRequests: false, keepMisses: false });
+    this.analyzer = new Analyzer({
+      prices: options.prices,
+      keepRequests: false,
+      keepMisses: false,
+      bounds: options.bounds ?? LIVE_BOUNDS,
+    });
     this.max = {
       rows: options.maxRows ?? 500,
       sessions: options.maxSessions ?? 200,

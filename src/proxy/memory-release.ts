@@ -70,3 +70,28 @@ export class MemoryRelease {
     this.timer = undefined;
   }
 }
+
+/** What `/_cacheward/health` says about memory: the process's, and the state's size against its bound. */
+export interface ProcessMemory {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  arrayBuffers: number;
+  /** Conversations and requests the state holds now (each bounded, least recently used go first). */
+  conversations: number;
+  requests: number;
+}
+
+export function processMemory(sizes: { conversations: number; requests: number }): ProcessMemory {
+  const m = process.memoryUsage();
+  return {
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    heapTotal: m.heapTotal,
+    external: m.external,
+    arrayBuffers: m.arrayBuffers,
+    conversations: sizes.conversations,
+    requests: sizes.requests,
+  };
+}

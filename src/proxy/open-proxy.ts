@@ -19,7 +19,7 @@ import { ExchangeRecorder } from './exchange-recorder.js';
 import { serveExpectContinue } from './expect-continue.js';
 import { HostCheck } from './host-check.js';
 import type { LiveAnalysis } from './live-analysis.js';
-import { MemoryRelease } from './memory-release.js';
+import { MemoryRelease, processMemory } from './memory-release.js';
 import { listenHost, type ProxyConfig } from './proxy-config.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 import { ProxyConfigError, type ProxyHealth, type ProxyOptions } from './proxy-options.js';
@@ -113,6 +113,7 @@ export async function openProxy(
       state: st,
       ...(st.fixState && fixes.length ? { fixState: st.fixState } : {}),
       ...(telemetry ? { otlp: telemetry.health() } : {}),
+      memory: processMemory(state.local.store.sizes()),
     };
   };
 

@@ -13,6 +13,7 @@ import type { FixStateHealth } from '../state/fix-state-open.js';
 import type { StateHealth } from '../state/proxy-state.js';
 import type { OtlpOptions } from '../telemetry/start-telemetry.js';
 import type { LiveAnalysis, LiveRequest } from './live-analysis.js';
+import type { ProcessMemory } from './memory-release.js';
 
 export const DEFAULT_ANTHROPIC_UPSTREAM = 'https://api.anthropic.com';
 export const DEFAULT_OPENAI_UPSTREAM = 'https://api.openai.com';
@@ -91,6 +92,8 @@ export interface ProxyHealth {
   state: StateHealth;
   /** OTLP export, when on: where, and what a down collector cost. */
   otlp?: { endpoint: string; exported: number; dropped: number };
+  /** The process's memory (bytes) and how many conversations the state holds (bounded). */
+  memory: ProcessMemory;
 }
 
 /** A configuration that cannot be served (for example a public address without a token). */

@@ -1,7 +1,9 @@
 // Fix state by request: what every fix's state was after a request went out, so the next request of the
-// conversation (or a fork of it) starts from its parent's state. Memory-bounded; persistence is state-file's job.
+// conversation (or a fork of it) starts from its parent's state. Memory-bounded (count, age, shared parts);
+// persistence is state-file's job.
 
 import { LruMap } from '../core/lru-map.js';
+import { SharedValues } from './shared-values.js';
 
 /** The states of every fix, by fix name, after one request. */
 export type FixStates = ReadonlyMap<string, unknown>;
@@ -14,6 +16,7 @@ export interface FixStateStoreOptions {
 
 export class FixStateStore {
   private readonly states: LruMap<FixStates>;
+  private readonly shared = new SharedValues();
 
   constructor(options: FixStateStoreOptions = {}) {
     this.states = new LruMap(options.maxRequests ?? 20_000);
@@ -28,7 +31,23 @@ export class FixStateStore {
     return request === undefined ? undefined : this.states.get(request);
   }
 
-  set(request: string, states: FixStates): void {
-    this.states.set(request, states);
+  /**
+   * Keeps `states` for `request` (until `expiresAt`, when given: after its cache's longest TTL nothing can
+   * depend on it). Equal parts of different conversations' states are stored once.
+   */
+  set(request: string, states: FixStates, expiresAt?: number): void {
+    const kept = new Map<string, unknown>();
+    for (const [name, state] of states) kept.set(name, this.shared.share(state));
+    this.states.set(request, kept, expiresAt);
+  }
+
+  /** Forgets states that expired by `now`. */
+  prune(now: number): void {
+    this.states.prune(now);
+  }
+
+  /** Requests and their states, oldest first. */
+  entries(): IterableIterator<[string, FixStates]> {
+    return this.states.entries();
   }
 }

@@ -1,31 +1,53 @@
 // The single-machine state: the conversation index and fix state in bounded memory, saved to one state
 // file (coalesced, atomic) so a restart continues every conversation. It never needs a network.
 
+import { hash } from 'node:crypto';
+import { longestCacheTtlMs } from '../cache/longest-ttl.js';
+import { MemoryConversationStore } from '../conversation/conversation-store.js';
 import { ConversationTracker, countsAsTurn } from '../conversation/conversation-tracker.js';
 import { LruMap } from '../core/lru-map.js';
 import type { ForwardedPair } from '../fixes/stability.js';
+import { formatFromRoute } from '../wire/request-body.js';
 import type { RequestFixState } from './fix-state-codec.js';
 import { type FixStateHealth, openStateFile } from './fix-state-open.js';
 import { FixStateStore } from './fix-state-store.js';
 import type { PreparedRequest, PrepareResult, ProxyState, StateCommit, StateHealth } from './proxy-state.js';
-import type { StateDocument, StateFile } from './state-file.js';
+import type { StateFile } from './state-file.js';
 
 export interface MemoryProxyStateOptions {
   /** Where the state file goes; none: memory only (nothing to keep without fixes). */
   stateDir?: string;
   log?: (line: string) => void;
+  /** The most conversations remembered (least recently used go first, and any after its cache's TTL). */
+  maxConversations?: number;
 }
+
+/** Conversations the proxy remembers by default: memory stays under a fixed bound however many pass. */
+export const DEFAULT_MAX_CONVERSATIONS = 10_000;
 
 export class MemoryProxyState implements ProxyState {
   readonly kind = 'memory' as const;
-  readonly local = new ConversationTracker();
+  readonly local: ConversationTracker;
   // Fix state follows the conversation: by request, so a fork starts from its parent's state at the fork.
-  private readonly fixStates = new FixStateStore();
+  private readonly fixStates: FixStateStore;
   private readonly forwardedPairs = new LruMap<ForwardedPair>(256);
   private readonly stateFile: StateFile | undefined;
   private readonly fileHealth: FixStateHealth;
+  private readonly maxConversations: number;
+  /** Each fix state's content hash, made once per state object (the state file's parts). */
+  private readonly hashOf = new WeakMap<object, string>();
+  /** The parts the last state file held, by hash: a state that did not change is not stringified again. */
+  private lastParts = new Map<string, string>();
 
   constructor(options: MemoryProxyStateOptions = {}) {
+    const max = options.maxConversations ?? DEFAULT_MAX_CONVERSATIONS;
+    this.maxConversations = max;
+    // A conversation holds its tip, a few earlier requests (forks and rewinds find them) and the transcript
+    // keys of its messages: the bounds are in those proportions.
+    this.local = new ConversationTracker(
+      new MemoryConversationStore({ maxConversations: max, maxRequests: max * 4, maxKeys: max * 16 }),
+    );
+    this.fixStates = new FixStateStore({ maxRequests: max * 2 });
     // A folder that cannot be written keeps state in memory only: said once, and on the health endpoint.
     const opened = openStateFile(options.stateDir, options.log ?? (() => {}));
     this.stateFile = opened.file;
@@ -58,10 +80,13 @@ export class MemoryProxyState implements ProxyState {
     if (p.tracked.committed) return { outcome: 'committed' };
     if (!countsAsTurn(route, status) || !this.local.commit(p.tracked, route, status))
       return { outcome: 'not-turn' };
+    const time = p.tracked.request.time;
     if (after) {
-      this.fixStates.set(p.tracked.request.id, after.states);
+      const expiresAt = time + longestCacheTtlMs(formatFromRoute(route));
+      this.fixStates.set(p.tracked.request.id, after.states, expiresAt);
       this.forwardedPairs.set(p.tracked.request.id, after.pair);
     }
+    this.fixStates.prune(time);
     this.stateFile?.schedule(() => this.snapshot());
     return { outcome: 'committed' };
   }
@@ -90,12 +115,35 @@ export class MemoryProxyState implements ProxyState {
     await this.stateFile?.flush();
   }
 
-  private snapshot(): StateDocument {
-    const conv = this.local.snapshot();
-    const tips = conv.requests.flatMap((r): Array<[string, Record<string, unknown>]> => {
+  /** The state file's text: each conversation's tip and its fix states, every distinct state once. */
+  private snapshot(): string {
+    const conv = this.local.store.snapshot(this.maxConversations);
+    const parts = new Map<string, string>();
+    const tips: string[] = [];
+    for (const r of conv.requests) {
       const st = this.fixStates.get(r.id);
-      return st ? [[r.id, Object.fromEntries(st)]] : [];
-    });
-    return { version: 1, conversations: conv, fixStates: tips };
+      if (!st) continue;
+      const names: Record<string, string> = {};
+      for (const [fix, state] of st) {
+        const part = this.part(state);
+        parts.set(part.hash, part.json);
+        names[fix] = part.hash;
+      }
+      tips.push(JSON.stringify([r.id, names]));
+    }
+    this.lastParts = parts;
+    const partsText = [...parts].map(([h, json]) => `${JSON.stringify(h)}:${json}`).join(',');
+    return `{"version":2,"conversations":${JSON.stringify(conv)},"fixStates":[${tips.join(',')}],"parts":{${partsText}}}`;
+  }
+
+  private part(state: unknown): { hash: string; json: string } {
+    const key = state && typeof state === 'object' ? state : undefined;
+    const known = key ? this.hashOf.get(key) : undefined;
+    const json = known !== undefined ? this.lastParts.get(known) : undefined;
+    if (known !== undefined && json !== undefined) return { hash: known, json };
+    const text = JSON.stringify(state) ?? 'null';
+    const h = hash('sha1', text, 'hex');
+    if (key) this.hashOf.set(key, h);
+    return { hash: h, json: text };
   }
 }

@@ -2,18 +2,32 @@
 // (temp file, fsync, rename) and coalesced: at most one write per interval, never on the request path.
 
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConversationSnapshot } from '../conversation/conversation-store.js';
 import { CachewardError } from '../core/errors.js';
 
-/** The document on disk. Fix states are those of each conversation's latest request only. */
+/** The document as loaded. Fix states are those of each conversation's latest request only. */
 export interface StateDocument {
   version: 1;
   conversations: ConversationSnapshot;
   fixStates: Array<[string, Record<string, unknown>]>;
 }
+
+/**
+ * The document as written (version 2): each fix state once, by content hash, in `parts`, and named by its
+ * hash in `fixStates` (10,000 Claude Code sessions freeze the same tools: one copy on disk, not 10,000).
+ */
+export interface StateDocumentV2 {
+  version: 2;
+  conversations: ConversationSnapshot;
+  fixStates: Array<[string, Record<string, string>]>;
+  parts: Record<string, unknown>;
+}
+
+/** A document, or its JSON text already composed (parts written from cached JSON). */
+export type StateWrite = StateDocument | StateDocumentV2 | string;
 
 /** Options for {@link StateFile}. */
 export interface StateFileOptions {
@@ -24,6 +38,16 @@ export interface StateFileOptions {
 }
 
 const FILE = 'conversations.json';
+const TEMP = /^conversations\.json\.(\d+)\.[0-9a-f]+\.tmp$/;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 export class StateFile {
   private readonly path: string;
@@ -31,22 +55,56 @@ export class StateFile {
   private readonly log: (line: string) => void;
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
-  private pending: (() => StateDocument) | undefined;
+  private pending: (() => StateWrite) | undefined;
 
   constructor(options: StateFileOptions) {
     mkdirSync(options.dir, { recursive: true, mode: 0o700 });
     this.path = join(options.dir, FILE);
     this.interval = options.intervalMs ?? 1_000;
     this.log = options.log ?? (() => {});
+    this.removeStaleTemps(options.dir);
+  }
+
+  /** Temp files a killed process left half-written are removed (those of live processes are theirs). */
+  private removeStaleTemps(dir: string): void {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const m = TEMP.exec(name);
+      if (!m || Number(m[1]) === process.pid || alive(Number(m[1]))) continue;
+      try {
+        unlinkSync(join(dir, name));
+      } catch {
+        // gone already, or not ours to remove
+      }
+    }
   }
 
   /** The saved document, or undefined (none yet, or unreadable: then the proxy starts fresh and says so). */
   load(): StateDocument | undefined {
     try {
-      const doc = JSON.parse(readFileSync(this.path, 'utf8')) as StateDocument;
-      if (doc.version !== 1 || !doc.conversations)
+      const doc = JSON.parse(readFileSync(this.path, 'utf8')) as StateDocument | StateDocumentV2;
+      if ((doc.version !== 1 && doc.version !== 2) || !doc.conversations || !Array.isArray(doc.fixStates))
         throw new CachewardError('CW_STATE_FILE', 'not a cacheward state file');
-      return doc;
+      if (doc.version === 1) return doc;
+      const parts = doc.parts ?? {};
+      const fixStates = doc.fixStates.map(([request, names]): [string, Record<string, unknown>] => {
+        const states: Record<string, unknown> = {};
+        for (const [fix, h] of Object.entries(names)) {
+          if (!Object.hasOwn(parts, h))
+            throw new CachewardError(
+              'CW_STATE_FILE',
+              `the state of ${fix} for ${request} (part ${h}) is missing`,
+            );
+          states[fix] = parts[h];
+        }
+        return [request, states];
+      });
+      return { version: 1, conversations: doc.conversations, fixStates };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
         this.log(`state in ${this.path} could not be read (starting fresh): ${(err as Error).message}`);
@@ -55,7 +113,7 @@ export class StateFile {
   }
 
   /** Asks for a write of `snapshot()` within the interval; many calls in one interval make one write. */
-  schedule(snapshot: () => StateDocument): void {
+  schedule(snapshot: () => StateWrite): void {
     this.pending = snapshot;
     if (this.timer) return;
     this.timer = setTimeout(() => {
@@ -80,7 +138,10 @@ export class StateFile {
     this.pending = undefined;
     if (!snapshot) return;
     this.writing = this.writing
-      .then(() => this.write(JSON.stringify(snapshot())))
+      .then(() => {
+        const doc = snapshot();
+        return this.write(typeof doc === 'string' ? doc : JSON.stringify(doc));
+      })
       .catch((err) => this.log(`state not saved (it stays in memory): ${String(err)}`));
   }
 

@@ -174,9 +174,11 @@ describe('under --capture hashes, no message text reaches the disk', () => {
     };
     walk(dir);
     const state = files.find((f) => f.endsWith('conversations.json')) as string;
-    // The pins are there (as hashes), and so are the frozen tools (they must be re-sent).
+    // The pins are there (as hashes), and so are the frozen tools (they must be re-sent); each fix's state
+    // is stored once by its content hash and named by it.
+    expect(readFileSync(state, 'utf8')).toMatch(/"pin-reminders":"[0-9a-f]{40}"/);
     expect(readFileSync(state, 'utf8')).toMatch(
-      /"pin-reminders":\{"messages":\[\{"role":"user","string":false,"ids":\["[0-9a-f]{64}"/,
+      /"[0-9a-f]{40}":\{"messages":\[\{"role":"user","string":false,"ids":\["[0-9a-f]{64}"/,
     );
     expect(readFileSync(state, 'utf8')).toContain('"frozen":[{"name"');
     for (const f of files) expect(readFileSync(f, 'utf8'), f).not.toContain(SECRET);

@@ -125,6 +125,30 @@ describe('CaptureWriter memory', () => {
     fixes: [],
   });
 
+  it('bounds the queue in bytes: past maxQueueBytes new records are dropped and counted, never held', async () => {
+    const dir = tmp();
+    const writer = new CaptureWriter({
+      dir,
+      mode: 'full',
+      clock: new VirtualClock(),
+      maxQueueBytes: 1024 * 1024,
+    });
+    await writer.flush();
+    // 200 records of 64 KB queued in one turn (a disk that has not answered yet): 12.8 MB asked for.
+    for (let i = 0; i < 200; i++)
+      writer.write(record(`q${i}`, `s${i}`), { forwarded: Buffer.alloc(64 * 1024, 97 + (i % 26)) });
+    const dropped = writer.state().dropped;
+    expect(dropped).toBeGreaterThan(180);
+    expect(dropped).toBeLessThan(190);
+    await writer.flush();
+    expect(writer.state().written).toBe(200 - dropped);
+    // Once written, the queue takes records again.
+    writer.write(record('after', 's0'), { forwarded: Buffer.alloc(64 * 1024, 98) });
+    await writer.flush();
+    expect(writer.state().written).toBe(201 - dropped);
+    await writer.close();
+  });
+
   it('writes a burst of queued records within a few event-loop turns, not one turn per record', async () => {
     const dir = tmp();
     const writer = new CaptureWriter({ dir, mode: 'full', clock: new VirtualClock() });

@@ -1,0 +1,195 @@
+// Benchmark: the proxy's memory under many conversations. The built `cacheward proxy` in front of `cacheward sim`
+// (child processes, loopback), Claude Code-shaped small bodies (the agent tools, a billing line and a system
+// prompt, a system-reminder, metadata.user_id with a session; not streamed, to fit the time), each
+// conversation one turn longer per request, 32 in flight. Reports RSS and heap (from /_cacheward/health)
+// after each level (live heap: after the proxy's own full collection), with and without
+// `--fix tools-freeze,pin-reminders`, and RSS as distinct conversations pass the state's bound (10,000).
+// Run: npm run bench:memory   (builds first; about 2 minutes on a quiet 2-core machine)
+//   CACHEWARD_BENCH_MEMORY=full adds the 100,000-request level (20,000 conversations) and takes the distinct
+//   conversations to 100,000 (10+ minutes: run it once for the README).
+
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { AGENT_TOOL_NAMES, anthropicTool } from '../src/demo/agent-conversation.js';
+import { machineLine, startCli } from './support.js';
+
+const FULL = process.env.CACHEWARD_BENCH_MEMORY === 'full';
+const CONCURRENCY = 32;
+const HEADERS = {
+  'content-type': 'application/json',
+  'x-api-key': 'bench-key',
+  'anthropic-version': '2023-06-01',
+};
+const MB = 1024 * 1024;
+
+const TOOLS = AGENT_TOOL_NAMES.map((n) => anthropicTool(n));
+const SYSTEM = [
+  { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.195; cc_entrypoint=cli;' },
+  {
+    type: 'text',
+    text: `You are Claude Code, a careful coding agent. ${'Follow the repository conventions and test every change. '.repeat(40)}`,
+    cache_control: { type: 'ephemeral' },
+  },
+];
+
+/** Conversation `c`'s request at turn `t` (0-based): the history so far, then a new user turn. */
+function body(c: number, t: number): string {
+  const messages: unknown[] = [
+    {
+      role: 'user',
+      content: [
+        {
+          type: 'text',
+          text: `<system-reminder>\nThe working directory is /home/dev/project-${c}. Today is 2026-12-01.\n</system-reminder>`,
+        },
+        { type: 'text', text: `Conversation ${c}: look at the failing test and fix it.` },
+      ],
+    },
+  ];
+  for (let i = 1; i <= t; i++) {
+    messages.push({ role: 'assistant', content: [{ type: 'text', text: `Step ${i - 1} of ${c} is done.` }] });
+    messages.push({
+      role: 'user',
+      content: [{ type: 'text', text: `Turn ${i}: go on with the next step.` }],
+    });
+  }
+  const last = messages[messages.length - 1] as { content: Array<Record<string, unknown>> };
+  (last.content[last.content.length - 1] as Record<string, unknown>).cache_control = { type: 'ephemeral' };
+  return JSON.stringify({
+    model: 'claude-opus-5',
+    max_tokens: 1024,
+    stream: false,
+    metadata: { user_id: `user_bench_account__session_${c.toString(16).padStart(8, '0')}-bench` },
+    tools: TOOLS,
+    system: SYSTEM,
+    messages,
+  });
+}
+
+async function send(pool: Pool, payload: string): Promise<void> {
+  const res = await pool.request({ path: '/v1/messages', method: 'POST', headers: HEADERS, body: payload });
+  await res.body.arrayBuffer();
+  if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+}
+
+/** Runs `jobs` with CONCURRENCY in flight. */
+async function pooled(count: number, job: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < count) await job(next++);
+    }),
+  );
+}
+
+interface Health {
+  memory: { rss: number; heapUsed: number; conversations: number; requests: number };
+}
+
+async function health(url: string): Promise<Health> {
+  return (await (await fetch(`${url}/_cacheward/health`)).json()) as Health;
+}
+
+/**
+ * The live heap, not the garbage: one 8 MB request makes the proxy run its own full collection once it has
+ * been quiet for a second (proxy/memory-release.ts, at most every 10 s), then health is read.
+ */
+async function settled(url: string, pool: Pool): Promise<Health> {
+  const big = JSON.stringify({
+    model: 'claude-opus-5',
+    max_tokens: 16,
+    messages: [{ role: 'user', content: 'x'.repeat(8 * MB) }],
+  });
+  // Its answer does not matter (the simulator refuses a prompt past the context window): it went through.
+  const res = await pool.request({ path: '/v1/messages', method: 'POST', headers: HEADERS, body: big });
+  await res.body.arrayBuffer();
+  await new Promise((r) => setTimeout(r, 4_000));
+  return health(url);
+}
+
+const fmt = (h: Health) =>
+  `RSS ${(h.memory.rss / MB).toFixed(0)} MB, heap ${(h.memory.heapUsed / MB).toFixed(0)} MB, ${h.memory.conversations.toLocaleString('en-US')} conversations held`;
+
+async function withProxy<T>(
+  sim: string,
+  fixes: boolean,
+  run: (url: string, pool: Pool) => Promise<T>,
+): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'cacheward-bench-memory-'));
+  const args = ['proxy', '--port', '0', '--upstream', sim, '--dir', dir, '--quiet'];
+  if (fixes) args.push('--fix', 'tools-freeze,pin-reminders');
+  let proxy: { child: ChildProcess; url: string } | undefined;
+  try {
+    proxy = await startCli(args);
+    const pool = new Pool(proxy.url, { connections: CONCURRENCY });
+    try {
+      return await run(proxy.url, pool);
+    } finally {
+      await pool.close();
+    }
+  } finally {
+    proxy?.child.kill('SIGTERM');
+    if (proxy) await new Promise((r) => proxy?.child.once('exit', r));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** `conversations` conversations of `requests / conversations` turns each, turn by turn across all of them. */
+async function level(url: string, pool: Pool, first: number, requests: number, conversations: number) {
+  const turns = Math.round(requests / conversations);
+  for (let t = 0; t < turns; t++) await pooled(conversations, (i) => send(pool, body(first + i, t)));
+  return settled(url, pool);
+}
+
+async function main() {
+  console.log(machineLine('memory'));
+  const sim = await startCli(['sim', '--port', '0']);
+  const t0 = performance.now();
+  try {
+    const levels: Array<[number, number]> = [
+      [2_000, 200],
+      [20_000, 2_000],
+      ...(FULL ? ([[100_000, 20_000]] as Array<[number, number]>) : []),
+    ];
+    console.log('\nrequests | conversations | fixes | after | req/s');
+    console.log('--- | --- | --- | --- | ---');
+    for (const [requests, conversations] of levels) {
+      for (const fixes of [false, true]) {
+        await withProxy(sim.url, fixes, async (url, pool) => {
+          const start = await health(url);
+          const t = performance.now();
+          const h = await level(url, pool, 0, requests, conversations);
+          const rate = requests / ((performance.now() - t - 4_000) / 1000);
+          console.log(
+            `${requests.toLocaleString('en-US')} | ${conversations.toLocaleString('en-US')} | ${fixes ? 'tools-freeze,pin-reminders' : 'none'} | ${fmt(h)} (idle at start: RSS ${(start.memory.rss / MB).toFixed(0)} MB) | ${rate.toFixed(0)}`,
+          );
+        });
+      }
+    }
+    // Distinct conversations, one request each (the worst case for per-conversation state), with fixes.
+    const distinct = FULL ? 100_000 : 15_000;
+    const step = distinct / (FULL ? 5 : 3);
+    console.log(
+      `\n${distinct.toLocaleString('en-US')} distinct conversations, one request each, with fixes:`,
+    );
+    await withProxy(sim.url, true, async (url, pool) => {
+      console.log(`- idle: ${fmt(await health(url))}`);
+      for (let done = 0; done < distinct; done += step) {
+        await pooled(step, (i) => send(pool, body(1_000_000 + done + i, 0)));
+        console.log(`- after ${(done + step).toLocaleString('en-US')}: ${fmt(await settled(url, pool))}`);
+      }
+    });
+  } finally {
+    sim.child.kill('SIGTERM');
+    await new Promise((r) => sim.child.once('exit', r));
+  }
+  console.log(`\n(${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

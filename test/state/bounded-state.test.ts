@@ -1,0 +1,147 @@
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { TTL_1H } from '../../src/cache/anthropic-rules.js';
+import { OPENAI_TTL_24H } from '../../src/cache/openai-cache.js';
+import { LruMap } from '../../src/core/lru-map.js';
+import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
+import { PrefixBuilder } from '../../src/prefix/build-prefix.js';
+import { FixStateStore } from '../../src/state/fix-state-store.js';
+import { MemoryProxyState } from '../../src/state/memory-proxy-state.js';
+
+const T0 = Date.UTC(2026, 11, 1);
+const builder = new PrefixBuilder();
+const prefixOf = (body: unknown, format: 'anthropic-messages' | 'openai-chat' = 'anthropic-messages') =>
+  builder.parse(JSON.stringify(body), { format });
+
+/** Sends one turn of conversation `c` through the state and commits it; returns its resolution. */
+async function turn(
+  state: MemoryProxyState,
+  id: string,
+  body: unknown,
+  time: number,
+  route = '/v1/messages',
+) {
+  const p = await state.prepare(
+    id,
+    prefixOf(body, route === '/v1/messages' ? 'anthropic-messages' : 'openai-chat'),
+    {},
+    time,
+  );
+  if (!p.ok) throw new Error(p.detail);
+  await state.commit(p, route, 200, {
+    states: new Map([['tools-freeze', { frozen: (body as { tools?: unknown[] }).tools ?? [], n: id }]]),
+    pair: { client: [], forwarded: [] },
+  });
+  return p.tracked.resolution;
+}
+
+describe('LruMap ages entries out', () => {
+  it('drops entries whose expiry passed, oldest first, and keeps the rest in order', () => {
+    const m = new LruMap<number>(10);
+    m.set('a', 1, 100);
+    m.set('b', 2, 200);
+    m.set('c', 3);
+    m.set('d', 4, 50);
+    expect(m.prune(150)).toBe(2);
+    expect([...m.entries()]).toEqual([
+      ['b', 2],
+      ['c', 3],
+    ]);
+    m.set('b', 2);
+    expect(m.prune(10_000)).toBe(0);
+  });
+});
+
+describe('the proxy state is bounded', () => {
+  it('remembers at most maxConversations conversations however many pass', async () => {
+    const state = new MemoryProxyState({ maxConversations: 50 });
+    for (let c = 0; c < 400; c++)
+      await turn(state, `r${c}`, agentConversation({ turns: 1, seed: c + 1 }), T0 + c * 1000);
+    const sizes = state.local.store.sizes();
+    expect(sizes.conversations).toBe(50);
+    expect(sizes.requests).toBeLessThanOrEqual(200);
+    expect(sizes.keys).toBeLessThanOrEqual(2 * 800);
+  });
+
+  it('forgets an Anthropic conversation after 1 h (its cache cannot hold it longer), not before', async () => {
+    const state = new MemoryProxyState();
+    const first = agentConversation({ turns: 1, seed: 7 });
+    await turn(state, 'a1', first, T0);
+    const next = appendUserTurn(first, 'go on');
+    // 59 minutes later it continues, with its fix state.
+    const soon = await state.prepare('a2', prefixOf(next), {}, T0 + TTL_1H - 60_000);
+    expect(soon.ok && soon.tracked.resolution.relation).toBe('continues');
+    expect(soon.ok && soon.states?.get('tools-freeze')).toBeTruthy();
+    // Other traffic after the TTL prunes it: the same request is then a new conversation, fresh state.
+    for (let c = 0; c < 64; c++)
+      await turn(state, `o${c}`, agentConversation({ turns: 1, seed: 100 + c }), T0 + TTL_1H + 1000 + c);
+    const late = await state.prepare('a3', prefixOf(next), {}, T0 + TTL_1H + 120_000);
+    expect(late.ok && late.tracked.resolution.relation).toBe('new');
+    expect(late.ok && late.states).toBeUndefined();
+  });
+
+  it('keeps an OpenAI conversation for its 24 h retention', async () => {
+    const state = new MemoryProxyState();
+    const body = {
+      model: 'gpt-5',
+      messages: [
+        { role: 'system', content: 'You are a careful coding agent. '.repeat(60) },
+        { role: 'user', content: 'Fix the test.' },
+      ],
+    };
+    await turn(state, 'o1', body, T0, '/v1/chat/completions');
+    for (let c = 0; c < 64; c++)
+      await turn(state, `x${c}`, agentConversation({ turns: 1, seed: 300 + c }), T0 + 2 * TTL_1H + c);
+    const next = {
+      ...body,
+      messages: [
+        ...body.messages,
+        { role: 'assistant', content: 'Done.' },
+        { role: 'user', content: 'Thanks.' },
+      ],
+    };
+    const later = await state.prepare('o2', prefixOf(next, 'openai-chat'), {}, T0 + OPENAI_TTL_24H - 60_000);
+    expect(later.ok && later.tracked.resolution.relation).toBe('continues');
+  });
+
+  it('holds one copy of equal fix-state parts across conversations', () => {
+    const store = new FixStateStore();
+    const tools = () => agentConversation({ turns: 0 }).tools as object[];
+    store.set('r1', new Map([['tools-freeze', { frozen: tools() }]]));
+    store.set('r2', new Map([['tools-freeze', { frozen: tools() }]]));
+    const a = store.get('r1')?.get('tools-freeze') as { frozen: object[] };
+    const b = store.get('r2')?.get('tools-freeze') as { frozen: object[] };
+    expect(a.frozen).toEqual(b.frozen);
+    expect(a.frozen[0]).toBe(b.frozen[0]);
+  });
+});
+
+describe('the state file', () => {
+  it('stores each distinct fix state once, reloads it, and removes temp files of dead processes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-bounded-state-'));
+    // A temp file a killed writer left (pid 2^22 + 1 is above Linux's pid_max) and one of this process.
+    writeFileSync(join(dir, 'conversations.json.4194305.abcd.tmp'), '{');
+    writeFileSync(join(dir, `conversations.json.${process.pid}.beef.tmp`), '{');
+    const state = new MemoryProxyState({ stateDir: dir });
+    for (let c = 0; c < 20; c++)
+      await turn(state, `r${c}`, agentConversation({ turns: 1, seed: c + 1 }), T0 + c);
+    await state.close();
+    expect(readdirSync(dir).sort()).toEqual([
+      'conversations.json',
+      `conversations.json.${process.pid}.beef.tmp`,
+    ]);
+    const doc = JSON.parse(readFileSync(join(dir, 'conversations.json'), 'utf8'));
+    expect(doc.version).toBe(2);
+    expect(doc.fixStates).toHaveLength(20);
+    // 20 states differ only in `n`; the tools in each are the same objects' JSON, stored per part.
+    expect(Object.keys(doc.parts)).toHaveLength(20);
+    const again = new MemoryProxyState({ stateDir: dir });
+    const next = appendUserTurn(agentConversation({ turns: 1, seed: 3 }), 'go on');
+    const p = await again.prepare('r3b', prefixOf(next), {}, T0 + 60_000);
+    expect(p.ok && p.tracked.resolution.relation).toBe('continues');
+    const restored = p.ok ? (p.states?.get('tools-freeze') as { n: string } | undefined) : undefined;
+    expect(restored?.n).toBe('r2');
+  });
+});
