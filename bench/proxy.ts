@@ -3,7 +3,8 @@
 // direct call (TTFB and total, p50/p99) for 50 KB and 1 MB streaming requests with capture `hashes` and
 // `full`; p50/p99 and throughput at 32 concurrent clients with distinct bodies for direct, bare and cacheward;
 // the longest the proxy's event loop was held; capture bytes over a 200-turn conversation.
-// Run: npm run bench:proxy   (builds first; about 3 minutes; BENCH_SCALE=0.3 for a quick look)
+// Run: npm run bench:proxy   (builds first; about 3 minutes; BENCH_SCALE=0.3 for a quick look;
+// CACHEWARD_BASE_BIN=<another build's dist/cli/bin.js> adds that build, interleaved, for a before/after)
 
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -58,6 +59,16 @@ async function warm(pool: Pool, list: string[], n: number, clients: number): Pro
   );
 }
 
+/** The proxy's own figure for its longest after-response slice and step, from its metrics. */
+async function afterResponseSlices(url: string): Promise<string> {
+  const text = await (await fetch(`${url}/_cacheward/metrics`)).text();
+  const ms = (name: string) => {
+    const m = text.match(new RegExp(`^${name} ([0-9.]+)$`, 'm'));
+    return m ? `${(Number(m[1]) * 1000).toFixed(2)} ms` : 'n/a';
+  };
+  return `${ms('cacheward_after_response_slice_max_seconds')} (longest step ${ms('cacheward_after_response_step_max_seconds')})`;
+}
+
 async function main() {
   console.log(machineLine('proxy'));
   const sim = await startCli(['sim', '--port', '0']);
@@ -66,12 +77,18 @@ async function main() {
   const bare = await startNode([join(import.meta.dirname, 'bare-proxy.mjs'), sim.url]);
   children.push(bare.child);
   /** Starts a proxy capturing into a fresh temporary folder that is removed when the bench ends. */
-  const startCapturing = async (capture: 'hashes' | 'full', purpose: string, probe?: string) => {
+  const base = process.env.CACHEWARD_BASE_BIN;
+  const startCapturing = async (
+    capture: 'hashes' | 'full',
+    purpose: string,
+    probe?: string,
+    bin?: string,
+  ) => {
     const dir = mkdtempSync(join(tmpdir(), `cacheward-bench-${purpose}-${capture}-`));
     dirs.push(dir);
     const proxy = await startCli(
       ['proxy', '--port', '0', '--upstream', sim.url, '--capture', capture, '--dir', dir],
-      probe ? loopProbeArgs(probe) : {},
+      { ...(probe ? loopProbeArgs(probe) : {}), ...(bin ? { bin } : {}) },
     );
     children.push(proxy.child);
     return { proxy, dir };
@@ -95,8 +112,13 @@ async function main() {
     for (const capture of ['hashes', 'full'] as const) {
       const { proxy } = await startCapturing(capture, 'latency', probeFile);
       const proxied = new Pool(proxy.url, { connections: 32 });
+      const baseProxy = base
+        ? (await startCapturing(capture, 'latency-base', `${probeFile}.base`, base)).proxy
+        : undefined;
+      const basePool = baseProxy ? new Pool(baseProxy.url, { connections: 32 }) : undefined;
       // The proxy needs about 2,500 requests to settle (JIT, buffers); the others get a few hundred.
       await warm(proxied, small, Math.round(2500 * Math.min(1, SCALE * 2)), 8);
+      if (basePool) await warm(basePool, small, Math.round(2500 * Math.min(1, SCALE * 2)), 8);
       await warm(barePool, small, 300, 8);
       await warm(direct, small, 300, 8);
       for (const [label, list] of [
@@ -104,19 +126,22 @@ async function main() {
         ['1 MB', large],
       ] as const) {
         for (let i = 0; i < 20; i++) await timed(proxied, list[i % list.length] as string);
+        if (basePool) for (let i = 0; i < 20; i++) await timed(basePool, list[i % list.length] as string);
         const d: Sample[] = [];
         const b: Sample[] = [];
         const p: Sample[] = [];
+        const pb: Sample[] = [];
         const targets: Array<[Pool, Sample[]]> = [
           [direct, d],
           [barePool, b],
           [proxied, p],
+          ...(basePool ? [[basePool, pb] as [Pool, Sample[]]] : []),
         ];
         const until = performance.now() + (list === large ? 14_000 : 10_000) * SCALE;
         for (let i = 0; performance.now() < until; i++) {
           const body = list[i % list.length] as string;
-          for (let k = 0; k < 3; k++) {
-            const [pool, out] = targets[(i + k) % 3] as [Pool, Sample[]];
+          for (let k = 0; k < targets.length; k++) {
+            const [pool, out] = targets[(i + k) % targets.length] as [Pool, Sample[]];
             out.push(await timed(pool, body));
           }
         }
@@ -131,29 +156,34 @@ async function main() {
           );
         const bareP50 = added(b, 'total', 0.5);
         if (label === '50 KB' && capture === 'hashes') bareSmallP50 = bareP50;
-        console.log(
-          `${label} | ${capture} | ${f2(bareP50)} | ${f2(added(b, 'total', 0.99))} | ${f2(added(p, 'ttfb', 0.5))} | ${f2(added(p, 'ttfb', 0.99))} | ${f2(added(p, 'total', 0.5))} | ${f2(added(p, 'total', 0.99))} | ${(added(p, 'total', 0.5) / Math.max(0.01, bareP50)).toFixed(2)}× | ${f2(
-            q(
-              d.map((x) => x.total),
-              0.5,
-            ),
-          )} | ${p.length}`,
-        );
+        const row = (name: string, xs: Sample[]) =>
+          console.log(
+            `${label} | ${name} | ${f2(bareP50)} | ${f2(added(b, 'total', 0.99))} | ${f2(added(xs, 'ttfb', 0.5))} | ${f2(added(xs, 'ttfb', 0.99))} | ${f2(added(xs, 'total', 0.5))} | ${f2(added(xs, 'total', 0.99))} | ${(added(xs, 'total', 0.5) / Math.max(0.01, bareP50)).toFixed(2)}× | ${f2(
+              q(
+                d.map((x) => x.total),
+                0.5,
+              ),
+            )} | ${xs.length}`,
+          );
+        row(capture, p);
+        if (basePool) row(`${capture} (base build)`, pb);
       }
       loopMax = Math.max(loopMax, (await readLoopProbe(proxy.child, probeFile)).max);
       if (capture === 'hashes') {
         // 32 clients, each on its own 50 KB body; direct, bare and cacheward in rotated phases.
         await readLoopProbe(proxy.child, probeFile);
+        if (baseProxy) await readLoopProbe(baseProxy.child, `${probeFile}.base`);
         const targets: Array<[string, Pool]> = [
           ['direct', direct],
           ['bare hop', barePool],
           ['cacheward (hashes)', proxied],
+          ...(basePool ? [['cacheward base build (hashes)', basePool] as [string, Pool]] : []),
         ];
         const lat = new Map<string, number[]>(targets.map(([n]) => [n, []]));
         const secs = new Map<string, number>(targets.map(([n]) => [n, 0]));
         for (let round = 0; round < 4; round++) {
-          for (let k = 0; k < 3; k++) {
-            const [name, pool] = targets[(round + k) % 3] as [string, Pool];
+          for (let k = 0; k < targets.length; k++) {
+            const [name, pool] = targets[(round + k) % targets.length] as [string, Pool];
             const end = performance.now() + 2500 * SCALE;
             const t0 = performance.now();
             await Promise.all(
@@ -167,6 +197,8 @@ async function main() {
         }
         const underLoad = await readLoopProbe(proxy.child, probeFile);
         loopMax = Math.max(loopMax, underLoad.max);
+        const slices = await afterResponseSlices(proxy.url);
+        const baseLoad = baseProxy ? await readLoopProbe(baseProxy.child, `${probeFile}.base`) : undefined;
         console.log(
           '\n32 concurrent clients, each on its own 50 KB agent body, streaming (rotated phases, ms):',
         );
@@ -181,11 +213,17 @@ async function main() {
         const dp99 = q(lat.get('direct') ?? [], 0.99);
         const cp99 = q(lat.get('cacheward (hashes)') ?? [], 0.99);
         console.log(
-          `cacheward p99 ${f2(cp99)} against direct p99 + the bare hop's 50 KB p50 = ${f2(dp99 + bareSmallP50)}; the proxy's event loop under this load: max delay ${f2(underLoad.max)} ms, p99 ${f2(underLoad.p99)} ms`,
+          `cacheward p99 ${f2(cp99)} against direct p99 + the bare hop's 50 KB p50 = ${f2(dp99 + bareSmallP50)}; the proxy's event loop under this load: max delay ${f2(underLoad.max)} ms, p99 ${f2(underLoad.p99)} ms; longest after-response slice ${slices}`,
         );
+        if (baseLoad)
+          console.log(
+            `base build p99 ${f2(q(lat.get('cacheward base build (hashes)') ?? [], 0.99))}; its event loop under this load: max delay ${f2(baseLoad.max)} ms, p99 ${f2(baseLoad.p99)} ms`,
+          );
       }
       await proxied.close();
+      await basePool?.close();
       proxy.child.kill('SIGTERM');
+      baseProxy?.child.kill('SIGTERM');
     }
     console.log(`\nlongest the proxy's event loop was held in these runs: ${f2(loopMax)} ms\n`);
     await direct.close();

@@ -1,19 +1,21 @@
 // What happens once an exchange is over: wait for its state commit, let a shared state name the
 // conversation of a request no fix looked at, write the capture record, hand it to live analysis.
-// Runs after the client has its bytes; it never throws and never touches traffic.
+// Runs after the client has its bytes, in slices that yield (work-slices.ts); never throws, never touches traffic.
 
-import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+import type { CaptureRecord } from '../capture/capture-record.js';
 import type { ProxyState, StateCommit } from '../state/proxy-state.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';
 import type { LiveAnalysis } from './live-analysis.js';
+import type { WorkSlices } from './work-slices.js';
 
 export interface AfterResponseDeps {
   recorder: ExchangeRecorder;
-  builder: PrefixBuilder;
   state: ProxyState;
   live: LiveAnalysis;
   log: (line: string) => void;
+  /** Where the parse, the record and the analysis run: a few ms at a time, between other clients' I/O. */
+  slices: WorkSlices;
 }
 
 export async function afterResponse(
@@ -26,17 +28,9 @@ export async function afterResponse(
     if (commit?.note) facts.fixes = [...facts.fixes, commit.note];
     const format = formatFromRoute(facts.route);
     if (!facts.tracked && deps.state.track && format && facts.forwarded.length) {
-      let prefix: Prefix | undefined = facts.prefix;
-      try {
-        prefix ??= deps.builder.parse(facts.forwarded, {
-          format,
-          headers: { 'anthropic-beta': facts.requestHeaders.get('anthropic-beta') ?? undefined },
-        });
-      } catch {
-        // Not a body the model can read: the recorder says why.
-      }
+      await deps.slices.run(() => deps.recorder.parse(facts));
+      const prefix = facts.prefix;
       if (prefix) {
-        facts.prefix = prefix;
         const tracked = await deps.state.track(
           facts.id,
           deps.recorder.chains.whole(prefix).prefix,
@@ -48,16 +42,23 @@ export async function afterResponse(
         if (tracked) facts.tracked = tracked;
       }
     }
-    const record = deps.recorder.record(facts);
-    // Its cause, in a later turn of the event loop: the analysis never holds up other exchanges.
-    if (format)
-      setImmediate(() => {
+    // The parse, the record and its cause: queued together, each a step of its own, so a slice can stop
+    // between them and the analysis never holds up other exchanges.
+    let record: CaptureRecord | undefined;
+    await deps.slices.series([
+      () => deps.recorder.parse(facts),
+      () => {
+        record = deps.recorder.record(facts);
+      },
+      () => {
+        if (!format || !record) return;
         try {
           deps.live.add(record);
         } catch (err) {
           deps.log(`live analysis of ${facts.id} failed (traffic was not affected): ${String(err)}`);
         }
-      });
+      },
+    ]);
   } catch (err) {
     deps.log(`capture of ${facts.id} failed (traffic was not affected): ${String(err)}`);
   }

@@ -36,6 +36,8 @@ export interface ExchangeFacts {
   response?: ResponseFacts;
   outcome: CaptureRecord['outcome'];
   error?: string;
+  /** Why the forwarded body could not be read, once {@link ExchangeRecorder.parse} tried. */
+  parseError?: string;
 }
 
 export interface ExchangeRecorderOptions {
@@ -49,6 +51,24 @@ export class ExchangeRecorder {
   /** Responses chains the proxy saw: a chained request is recorded and resolved whole. */
   readonly chains = new ResponseChains();
   constructor(private readonly o: ExchangeRecorderOptions) {}
+
+  /** Builds the forwarded body's prefix unless the fix stage handed one over (or it was tried already): a
+   * step of its own, so the after-response slices can run it apart from the record. */
+  parse(f: ExchangeFacts): void {
+    const format = formatFromRoute(f.route);
+    if (f.prefix || f.parseError !== undefined || !format || !f.forwarded.length) return;
+    try {
+      // The shared builder keeps its last body to extend from: a huge one gets a builder of its own, so
+      // its bytes are not held after the exchange.
+      const builder = f.forwarded.length >= LARGE_BODY_BYTES ? new PrefixBuilder() : this.o.builder;
+      f.prefix = builder.parse(f.forwarded, {
+        format,
+        headers: { 'anthropic-beta': f.requestHeaders.get('anthropic-beta') ?? undefined },
+      });
+    } catch (err) {
+      f.parseError = (err as Error).message;
+    }
+  }
 
   /** Builds, writes and counts the record. Any failure here is contained: the exchange already happened. */
   record(f: ExchangeFacts): CaptureRecord {
@@ -71,20 +91,9 @@ export class ExchangeRecorder {
     if (f.status !== undefined) record.status = f.status;
     if (f.error) record.error = f.error;
     if (f.response) record.responseBytes = f.response.bytes;
+    this.parse(f);
     let prefix = f.prefix;
-    if (!prefix && format && f.forwarded.length) {
-      try {
-        // The shared builder keeps its last body to extend from: a huge one gets a builder of its own, so
-        // its bytes are not held after the exchange.
-        const builder = f.forwarded.length >= LARGE_BODY_BYTES ? new PrefixBuilder() : this.o.builder;
-        prefix = builder.parse(f.forwarded, {
-          format,
-          headers: { 'anthropic-beta': f.requestHeaders.get('anthropic-beta') ?? undefined },
-        });
-      } catch (err) {
-        record.parseError = (err as Error).message;
-      }
-    }
+    if (f.parseError) record.parseError = f.parseError;
     const summary: Partial<StreamSummary> | undefined = f.response?.summary
       ? f.response.summary
       : f.response?.json

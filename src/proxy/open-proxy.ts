@@ -25,6 +25,7 @@ import type { ProxyMetrics } from './proxy-metrics.js';
 import { ProxyConfigError, type ProxyHealth, type ProxyOptions } from './proxy-options.js';
 import { createRequestHandler } from './request-handler.js';
 import { tolerantConnector } from './upstream-connector.js';
+import { WorkSlices } from './work-slices.js';
 
 /** The proxy once it listens: what createProxy's handle delegates to. */
 export interface OpenProxy {
@@ -88,6 +89,7 @@ export async function openProxy(
     telemetry?.export(detail);
   });
   const recording = new Set<Promise<void>>();
+  const slices = new WorkSlices();
   const agent = new Agent({
     keepAliveTimeout: 60_000,
     connections: 256,
@@ -131,9 +133,11 @@ export async function openProxy(
     admission,
     agent,
     recording,
+    slices,
     admin: {
       health,
-      metricsText: () => metrics.render() + state.metricsText() + (telemetry?.metricsText() ?? ''),
+      metricsText: () =>
+        metrics.render() + state.metricsText() + slices.metricsText() + (telemetry?.metricsText() ?? ''),
       live,
     },
   });

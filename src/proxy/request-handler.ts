@@ -23,6 +23,7 @@ import type { LiveAnalysis } from './live-analysis.js';
 import type { MemoryRelease } from './memory-release.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 import { tapRequestBody } from './request-body-tap.js';
+import type { WorkSlices } from './work-slices.js';
 
 export interface HandlerDeps {
   clock: Clock;
@@ -40,6 +41,8 @@ export interface HandlerDeps {
   admin: AdminRoutes;
   /** Exchanges whose record is still being made (a shared state may be naming their conversation). */
   recording: Set<Promise<void>>;
+  /** The after-response work queue, run a few ms at a time. */
+  slices: WorkSlices;
 }
 
 async function readAll(req: IncomingMessage): Promise<Buffer> {
@@ -129,9 +132,11 @@ export function createRequestHandler(
           end,
           ...facts,
         };
-        const done = afterResponse({ recorder, builder, state, log, live }, exchange, committing).finally(
-          () => deps.recording.delete(done),
-        );
+        const done = afterResponse(
+          { recorder, state, log, live, slices: deps.slices },
+          exchange,
+          committing,
+        ).finally(() => deps.recording.delete(done));
         deps.recording.add(done);
         memory.afterLargeBody(forwarded.length + (clientBody?.length ?? 0));
       });

@@ -1,0 +1,104 @@
+// Runs the proxy's after-response work in slices: queued steps run back to back until a slice has used its
+// budget (~4 ms), then the rest waits for the next turn of the event loop, so other clients' streams move.
+// It never runs a step on the request path and never lets one step's failure reach another.
+
+/**
+ * A queue of synchronous steps run in slices of about `budgetMs` (a step is never cut in two); the time is
+ * read here, in the shell, never by the steps.
+ */
+export class WorkSlices {
+  private readonly steps: Array<() => void> = [];
+  private scheduled = false;
+  /** The longest slice so far and how many slices ran (for the benchmark and the tests). */
+  readonly stats = { slices: 0, longestMs: 0, longestStepMs: 0 };
+
+  constructor(
+    private readonly budgetMs = 4,
+    private readonly maxPending = 192,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Runs `step` in a later slice; resolves with its result (or rejects with its error). */
+  run<T>(step: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const f = () => {
+        try {
+          resolve(step());
+        } catch (err) {
+          reject(err);
+        }
+      };
+      this.steps.push(f);
+      this.schedule();
+    });
+  }
+
+  /**
+   * Runs `steps` one after another, queued together (so they can share a slice); a step that throws
+   * rejects the promise and the steps after it do not run.
+   */
+  series(steps: ReadonlyArray<() => void>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let failed = false;
+      steps.forEach((step, i) => {
+        this.steps.push(() => {
+          if (failed) return;
+          try {
+            step();
+            if (i === steps.length - 1) resolve();
+          } catch (err) {
+            failed = true;
+            reject(err);
+          }
+        });
+      });
+      if (!steps.length) resolve();
+      this.schedule();
+    });
+  }
+
+  /** Steps waiting for a slice. */
+  get pending(): number {
+    return this.steps.length;
+  }
+
+  /** Prometheus lines: how long after-response work held the event loop at most, and what waits. */
+  metricsText(): string {
+    return [
+      '# HELP cacheward_after_response_slice_max_seconds Longest slice of after-response work (one event-loop hold).',
+      '# TYPE cacheward_after_response_slice_max_seconds gauge',
+      `cacheward_after_response_slice_max_seconds ${(this.stats.longestMs / 1000).toFixed(6)}`,
+      '# HELP cacheward_after_response_step_max_seconds Longest single step (a parse, a record, an analysis).',
+      '# TYPE cacheward_after_response_step_max_seconds gauge',
+      `cacheward_after_response_step_max_seconds ${(this.stats.longestStepMs / 1000).toFixed(6)}`,
+      '# HELP cacheward_after_response_pending Steps waiting for a slice.',
+      '# TYPE cacheward_after_response_pending gauge',
+      `cacheward_after_response_pending ${this.steps.length}`,
+      '',
+    ].join('\n');
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.slice());
+  }
+
+  private slice(): void {
+    this.scheduled = false;
+    const t0 = this.now();
+    let t = t0;
+    // Past `maxPending` waiting steps (an overloaded proxy) a slice runs until the backlog is back under it:
+    // the bodies those steps hold must not pile up without bound.
+    while (this.steps.length && (t - t0 < this.budgetMs || this.steps.length > this.maxPending)) {
+      const step = this.steps.shift() as () => void;
+      const s = t;
+      step();
+      t = this.now();
+      if (t - s > this.stats.longestStepMs) this.stats.longestStepMs = t - s;
+    }
+    this.stats.slices++;
+    if (t - t0 > this.stats.longestMs) this.stats.longestMs = t - t0;
+    if (this.steps.length) this.schedule();
+  }
+}
