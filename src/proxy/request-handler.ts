@@ -51,23 +51,42 @@ async function readAll(req: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+// Request ids take 5 random bytes each from a pool filled 4 KB at a time (one call per 819 requests).
+let pool = Buffer.alloc(0);
+let at = 0;
+function randomHex10(): string {
+  if (at + 5 > pool.length) {
+    pool = randomBytes(4095);
+    at = 0;
+  }
+  at += 5;
+  return pool.toString('hex', at - 5, at);
+}
+
 export function createRequestHandler(
   deps: HandlerDeps,
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const { clock, log, fixes, builder, state, recorder, live, metrics, memory, admission } = deps;
+  // Each upstream's URL, parsed once (the config checked them when the proxy was made).
+  const bases = { anthropic: new URL(deps.upstreams.anthropic), openai: new URL(deps.upstreams.openai) };
   return async (req, res) => {
     const rawUrl = req.url ?? '/';
     const path = rawUrl.split('?')[0] ?? '/';
     const method = (req.method ?? 'GET').toUpperCase();
     const provider = upstreamOf(path, req.headers);
-    const id = `cw_${clock.now().toString(36)}${randomBytes(5).toString('hex')}`;
+    const id = `cw_${clock.now().toString(36)}${randomHex10()}`;
     if (!admission.admit(req, res, provider, id)) return;
     if (serveAdmin(path, method, req, res, deps.admin)) return;
     const format = method === 'POST' ? formatFromRoute(path) : undefined;
-    const base = new URL(deps.upstreams[provider]);
+    const base = bases[provider];
     const upstreamPath = `${base.pathname.replace(/\/+$/, '')}${rawUrl}`;
     const start = clock.now();
-    const requestHeaders = webHeaders(req.headers);
+    // Web Headers are built when something reads them: at once for the fix stage, after the response otherwise.
+    let headers: Headers | undefined;
+    const requestHeaders = (): Headers => {
+      headers ??= webHeaders(req.headers);
+      return headers;
+    };
     const abort = new AbortController();
     let clientGone = false;
     res.on('close', () => {
@@ -92,7 +111,15 @@ export function createRequestHandler(
     if (fixes.length && format) {
       const fixed = await fixRequest(
         { fixes, builder, state, log, chains: recorder.chains },
-        { id, original: await readAll(req), format, provider, route: path, requestHeaders, start },
+        {
+          id,
+          original: await readAll(req),
+          format,
+          provider,
+          route: path,
+          requestHeaders: requestHeaders(),
+          start,
+        },
       );
       ({ forwarded: forwardedBody, client: clientBody, notes: fixNotes, prefix, headerOverride } = fixed);
       ({ prepared, after } = fixed);
@@ -122,7 +149,7 @@ export function createRequestHandler(
           provider: format ? provider : ('unknown' as const),
           route: path,
           method,
-          requestHeaders,
+          requestHeaders: requestHeaders(),
           forwarded,
           ...(clientBody ? { client: clientBody } : {}),
           ...(prefix ? { prefix } : {}),
