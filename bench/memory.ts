@@ -86,7 +86,14 @@ async function pooled(count: number, job: (i: number) => Promise<void>): Promise
 }
 
 interface Health {
-  memory: { rss: number; heapUsed: number; conversations: number; requests: number };
+  memory: {
+    rss: number;
+    heapUsed: number;
+    heapTotal: number;
+    arrayBuffers: number;
+    conversations: number;
+    requests: number;
+  };
 }
 
 async function health(url: string): Promise<Health> {
@@ -111,7 +118,7 @@ async function settled(url: string, pool: Pool): Promise<Health> {
 }
 
 const fmt = (h: Health) =>
-  `RSS ${(h.memory.rss / MB).toFixed(0)} MB, heap ${(h.memory.heapUsed / MB).toFixed(0)} MB, ${h.memory.conversations.toLocaleString('en-US')} conversations held`;
+  `RSS ${(h.memory.rss / MB).toFixed(0)} MB, heap ${(h.memory.heapUsed / MB).toFixed(0)} of ${(h.memory.heapTotal / MB).toFixed(0)} MB, buffers ${(h.memory.arrayBuffers / MB).toFixed(0)} MB, ${h.memory.conversations.toLocaleString('en-US')} conversations held`;
 
 async function withProxy<T>(
   sim: string,
