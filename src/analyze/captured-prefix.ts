@@ -48,7 +48,10 @@ export class CapturedPrefixReuse {
       if (prev.captured[mid - 1] === captured[mid - 1]) lo = mid;
       else hi = mid - 1;
     }
-    return { blocks: prev.blocks.slice(0, lo), states: prev.states.slice(0, lo) };
+    // The states are only ever read here and the next keep replaces this entry: cut them in place rather
+    // than copy them (the blocks are the prefix's own, and an earlier prefix still holds the old list).
+    prev.states.length = lo;
+    return { blocks: prev.blocks.slice(0, lo), states: prev.states };
   }
 
   /** A tools or system block built before for other records with the same key (see {@link sharedKey}). */
