@@ -18,7 +18,9 @@ export async function startCli(
   args: string[],
   options: { bin?: string; node?: string[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ child: ChildProcess; url: string }> {
-  return startNode([...(options.node ?? []), options.bin ?? bin, ...args], options.env);
+  // CACHEWARD_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to every child started.
+  const extra = process.env.CACHEWARD_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  return startNode([...extra, ...(options.node ?? []), options.bin ?? bin, ...args], options.env);
 }
 
 /** Starts `node <args>` and resolves with the loopback URL it prints. */

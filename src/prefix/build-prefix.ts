@@ -421,6 +421,9 @@ export class PrefixBuilder {
       // a run of new units) that body's index by length.
       for (let pass = 0; pass < 3 && !info; pass++) {
         if (pass === 2 && misses >= 8) break;
+        // A long run of units no kept body has means another conversation's body: the kept bodies are not
+        // searched for the rest of it (the unit memo still finds what it shares, by hash).
+        if (misses >= MAX_MISS_RUN) break;
         for (let k = 0; k < prevs.length && !info; k++) {
           const prev = prevs[k] as PreviousBody;
           const at = i + (deltas[k] as number);
@@ -469,6 +472,9 @@ export class PrefixBuilder {
     this.previous = [];
   }
 }
+
+/** Units in a row that no kept body has, after which the kept bodies are not searched for this body. */
+const MAX_MISS_RUN = 16;
 
 /** Whether `u` of `body` has the same form and bytes as unit `j` of `prev`. */
 function sameUnit(body: RequestBody, u: RawUnit, prev: RequestBody, j: number): boolean {
