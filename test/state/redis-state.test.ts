@@ -73,6 +73,15 @@ function prefixOf(s: Step) {
   });
   return builder.parse(body, { format: 'anthropic-messages' });
 }
+/** Resolves once `cond` holds, checking on every beat of the health it reads; fails after `ms`. */
+async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`condition not reached within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 const headersOf = (s: Step) => (s.label ? { 'x-cacheward-session': s.label } : {});
 
 /** A fix state that records the chain of requests it came through: a lost or forked state shows at once. */
@@ -333,7 +342,8 @@ describe('the Redis state', () => {
     expect(performance.now() - t1).toBeLessThan(50);
     expect(o2.ok && o2.tracked.resolution).toMatchObject({ parent: 'o1', relation: 'continues' });
     expect(s.health()).toMatchObject({ status: 'degraded', readCache: { cached: 1 } });
-    await new Promise((r) => setTimeout(r, 500));
+    // Waits for the pause to end: redis-cli's own PING is held until Redis serves clients again.
+    redis.cli('ping');
     const p3 = await s.prepare('s3', prefixOf(next), headersOf(next), 3000);
     expect(p3.ok).toBe(true);
     if (p3.ok) expect(p3.tracked.resolution).toMatchObject({ parent: 's1', relation: 'continues' });
@@ -357,7 +367,7 @@ describe('the Redis state', () => {
     expect(s.health().lastFailure?.reason).toMatch(/Redis/);
     await redis.start();
     const deadline = Date.now() + 5000;
-    while (s.health().status !== 'ok' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await until(() => s.health().status === 'ok' || Date.now() > deadline);
     const p3 = await s.prepare('d3', prefixOf(next), headersOf(next), 3000);
     expect(p3.ok).toBe(true);
     if (p3.ok) {
@@ -371,16 +381,12 @@ describe('the Redis state', () => {
     const s2 = await redisState('fleet:');
     s1.started('http://127.0.0.1:1');
     s2.started('http://127.0.0.1:2');
-    await new Promise((r) => setTimeout(r, 450));
-    expect(
-      s1
-        .health()
-        .instances?.map((i) => i.url)
-        .sort(),
-    ).toEqual(['http://127.0.0.1:1', 'http://127.0.0.1:2']);
+    const urls = () => (s1.health().instances ?? []).map((i) => i.url).sort();
+    await until(() => urls().length === 2);
+    expect(urls()).toEqual(['http://127.0.0.1:1', 'http://127.0.0.1:2']);
     await s2.close();
-    await new Promise((r) => setTimeout(r, 300));
-    expect(s1.health().instances?.map((i) => i.url)).toEqual(['http://127.0.0.1:1']);
+    await until(() => urls().length === 1);
+    expect(urls()).toEqual(['http://127.0.0.1:1']);
   });
 });
 
