@@ -67,28 +67,9 @@ async function generateSession(dir: string, session: string, N: number, offset: 
     if (!('usage' in res)) throw new Error(res.message);
     cache.responseBegan(res, clock.t + 400);
     const usage = { ...res.usage, output_tokens: 40 };
-    writer.write(
-      {
-        v: 1,
-        id: `${session}-r${t}`,
-        times: { start: clock.t, firstByte: clock.t + 400, end: clock.t + 900 },
-        session: { key: session, source: 'header' },
-        provider: 'anthropic',
-        route: '/v1/messages',
-        method: 'POST',
-        model: 'claude-opus-5',
-        status: 200,
-        outcome: 'complete',
-        stream: false,
-        headers: {},
-        betas: [],
-        requestBytes: bytes.length,
-        fixes: [],
-        prefix: capturePrefix(prefix),
-        usage: { raw: usage, normalized: normalizeAnthropicUsage(usage) },
-      },
-      { forwarded: bytes },
-    );
+    writer.write(benchRecord(session, t, clock.t, bytes.length, capturePrefix(prefix), usage), {
+      forwarded: bytes,
+    });
     if (t % 500 === 0) await writer.flush();
   }
   await writer.close();
@@ -178,36 +159,55 @@ async function generateHashedSession(
       cache_creation_input_tokens: written,
       output_tokens: 40,
     };
-    const record: CaptureRecord = {
-      v: 1,
-      id: `${session}-r${turn}`,
-      times: { start: t, firstByte: t + 400, end: t + 900 },
-      session: { key: session, source: 'header' },
-      provider: 'anthropic',
-      route: '/v1/messages',
-      method: 'POST',
-      model: 'claude-opus-5',
-      status: 200,
-      outcome: 'complete',
-      stream: false,
-      headers: {},
-      betas: [],
-      requestBytes: at,
-      fixes: [],
-      prefix: {
+    const record = benchRecord(
+      session,
+      turn,
+      t,
+      at,
+      {
         format: 'anthropic-messages',
         totalTokens: tokens,
         blocks: blocks.slice(),
         params: { tools: {}, system: { model: 'claude-opus-5' }, messages: { max_tokens: 4096 } },
       },
-      usage: { raw: usage, normalized: normalizeAnthropicUsage(usage) },
-    };
+      usage,
+    );
     writer.write(record);
     cached = tokens;
     if (turn % 500 === 0) await writer.flush();
   }
   await writer.close();
   return raw;
+}
+
+/** One answered Opus 5 request of `session` at `turn`, as the proxy records it. */
+function benchRecord(
+  session: string,
+  turn: number,
+  start: number,
+  requestBytes: number,
+  prefix: CaptureRecord['prefix'],
+  usage: Record<string, unknown>,
+): CaptureRecord {
+  return {
+    v: 1,
+    id: `${session}-r${turn}`,
+    times: { start, firstByte: start + 400, end: start + 900 },
+    session: { key: session, source: 'header' },
+    provider: 'anthropic',
+    route: '/v1/messages',
+    method: 'POST',
+    model: 'claude-opus-5',
+    status: 200,
+    outcome: 'complete',
+    stream: false,
+    headers: {},
+    betas: [],
+    requestBytes,
+    fixes: [],
+    ...(prefix ? { prefix } : {}),
+    usage: { raw: usage, normalized: normalizeAnthropicUsage(usage) },
+  };
 }
 
 async function measure(label: string, sessions: number, turns: number, hashed = false): Promise<void> {
