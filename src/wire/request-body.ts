@@ -147,7 +147,7 @@ export function parseRequestBody(input: Uint8Array | string, options: ParseReque
   }
   const format = options.format ?? formatFromRoute(options.route) ?? detectFormat(bytes, root);
   const units: RawUnit[] = [];
-  const reader = new UnitReader(bytes, units);
+  const reader = new UnitReader(bytes, units, previous ? prev : undefined);
   if (format === 'anthropic-messages') reader.anthropic(root);
   else if (format === 'openai-chat') reader.openaiChat(root);
   else reader.openaiResponses(root);
@@ -300,6 +300,8 @@ class UnitReader {
   constructor(
     private readonly bytes: Uint8Array,
     private readonly units: RawUnit[],
+    /** The body the scan took nodes over from: its units for those very nodes are taken over too. */
+    private readonly previous?: RequestBody,
   ) {}
 
   private fail(path: string, node: ScanNode, detail: string): never {
@@ -396,7 +398,7 @@ class UnitReader {
     }
     if (messages.type !== 'array') this.fail(`$.${key}`, messages, 'must be an array');
     const items = messages.items;
-    for (let m = 0; m < items.length; m++) {
+    for (let m = this.takeOver(key, items); m < items.length; m++) {
       const message = items[m] as ScanNode;
       if (message.type !== 'object') this.fail(`$.${key}[${m}]`, message, 'must be an object');
       const roleNode = message.members.get('role');
@@ -439,6 +441,30 @@ class UnitReader {
       // A message with no content still shapes the prompt (its role and boundary): keep it as an empty unit.
       if (part === 0) this.add('empty', message, m, 0, role, header);
     }
+  }
+
+  /**
+   * The units of the leading messages whose nodes the scan took over from the previous body (the same
+   * bytes at the same place and index, so the same units), copied from it; returns the first message
+   * still to read. A body that extends the previous one reads only its new messages.
+   */
+  private takeOver(key: 'messages' | 'input', items: readonly ScanNode[]): number {
+    const prev = this.previous;
+    if (!prev || (prev.format === 'openai-responses') !== (key === 'input')) return 0;
+    const before = prev.root.members.get(key);
+    if (before?.type !== 'array') return 0;
+    const prevUnits = prev.units;
+    let j = 0;
+    while (j < prevUnits.length && (prevUnits[j] as RawUnit).level !== 'messages') j++;
+    let m = 0;
+    for (; m < items.length && items[m] === before.items[m]; m++) {
+      for (; j < prevUnits.length; j++) {
+        const u = prevUnits[j] as RawUnit;
+        if (u.messageIndex !== m) break;
+        this.units.push(u);
+      }
+    }
+    return m;
   }
 
   /** A message's fields other than role and content, canonical JSON (almost always none: `{}`). */
