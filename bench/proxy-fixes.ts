@@ -1,8 +1,11 @@
 // Benchmark: what `--fix tools-freeze,pin-reminders` costs per request on an agent-shaped Opus 5 session
 // that grows by one exchange per request (as Claude Code sends it), at 50 KB to 2 MB of conversation: added
-// p50 over a direct call to the simulator, and its growth in ms per MB. Proxies without fixes, and (with
-// CACHEWARD_BASE_BIN=<another build's dist/cli/bin.js>) an earlier build with fixes, run interleaved in the
-// same run, so before/after figures share the machine's load.
+// p50 over a direct call to the simulator, and its growth in ms per MB. Proxies without fixes, two bare Node
+// hops (bench/bare-proxy.mjs, which streams the body through, and bench/bare-buffered-proxy.mjs, which holds
+// the whole body first as a fixing proxy must), and (with CACHEWARD_BASE_BIN=<another build's
+// dist/cli/bin.js>) an earlier build with fixes run interleaved in the same run, so before/after figures
+// share the machine's load. The growth of what fixes add is given over the no-fix proxy and over the
+// buffered hop: the raw growth includes moving twice the bytes through one more process.
 // Run: npm run bench:proxy-fixes   (builds first; about 2–3 minutes; BENCH_SCALE=0.3 for a quick look)
 
 import type { ChildProcess } from 'node:child_process';
@@ -11,7 +14,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { agentConversation } from '../src/demo/agent-conversation.js';
-import { loopProbeArgs, machineLine, percentile, readLoopProbe, SCALE, startCli } from './support.js';
+import {
+  loopProbeArgs,
+  machineLine,
+  percentile,
+  readLoopProbe,
+  SCALE,
+  startCli,
+  startNode,
+} from './support.js';
 
 const HEADERS = { 'content-type': 'application/json', 'x-api-key': 'bench-key' };
 const FIXES = 'tools-freeze,pin-reminders';
@@ -123,6 +134,14 @@ async function main() {
         totals: new Map(),
       });
     };
+    for (const [name, script] of [
+      ['bare hop (body streamed)', 'bare-proxy.mjs'],
+      ['bare hop (whole body first)', 'bare-buffered-proxy.mjs'],
+    ] as const) {
+      const hop = await startNode([join(import.meta.dirname, script), sim.url]);
+      children.push(hop.child);
+      targets.push({ name, pool: new Pool(hop.url, { connections: 8 }), totals: new Map() });
+    }
     await addProxy('cacheward, no fixes', false);
     await addProxy(`cacheward --fix ${FIXES}`, true);
     const base = process.env.CACHEWARD_BASE_BIN;
@@ -131,7 +150,7 @@ async function main() {
     // Warm-up: about 2,500 appended requests per proxy on small sessions of their own (4 at a time).
     const warmups = Math.round(2500 * Math.min(1, SCALE * 2));
     let seed = 1000;
-    for (const t of targets.slice(1)) {
+    for (const t of targets.filter((x) => x.child)) {
       let left = warmups;
       await Promise.all(
         Array.from({ length: 4 }, async () => {
@@ -170,14 +189,27 @@ async function main() {
     );
     console.log(`--- | ${sizes.map(() => '---').join(' | ')} | --- | ---`);
     const mb = sizes.map((s) => s / 1024 / 1024);
+    const addedBy = new Map<string, number[]>();
     for (const t of targets.slice(1)) {
       const added = sizes.map(
         (s) => percentile(t.totals.get(s) ?? [], 0.5) - percentile(direct.totals.get(s) ?? [], 0.5),
       );
+      addedBy.set(t.name, added);
       const loop = t.child && t.probe ? await readLoopProbe(t.child, t.probe) : undefined;
       console.log(
         `${t.name} | ${added.map((a) => a.toFixed(2)).join(' | ')} | ${slope(mb, added).toFixed(2)} | ${loop ? loop.max.toFixed(1) : '-'}`,
       );
+    }
+    // What the fixes themselves add: each fixed proxy over the no-fix proxy and over the buffered bare hop.
+    for (const t of targets.filter((x) => x.name.includes('--fix'))) {
+      for (const over of ['cacheward, no fixes', 'bare hop (whole body first)']) {
+        const a = addedBy.get(t.name) ?? [];
+        const b = addedBy.get(over) ?? [];
+        const diff = a.map((x, i) => x - (b[i] ?? 0));
+        console.log(
+          `${t.name} − ${over} | ${diff.map((d) => d.toFixed(2)).join(' | ')} | ${slope(mb, diff).toFixed(2)} |`,
+        );
+      }
     }
     console.log(
       `direct total p50 (ms) | ${sizes.map((s) => percentile(direct.totals.get(s) ?? [], 0.5).toFixed(2)).join(' | ')} | | (n = ${steps * 3} per size and target)`,

@@ -52,3 +52,30 @@ describe('parseRequestBody with a previous body', () => {
     expect(prev.units).not.toContain(next.units[0]);
   });
 });
+
+describe('the UTF-8 check after a previous body', () => {
+  const body = (text: string) =>
+    Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: text }] }));
+  it('still refuses a broken character that starts in the shared bytes', () => {
+    const prev = parseRequestBody(body('caf\u00e9 ok'), { format: 'anthropic-messages' });
+    // Same lead byte (0xc3), then a byte that cannot follow it.
+    const broken = body('caf\u00e9 ok');
+    const at = broken.indexOf(0xa9);
+    broken[at] = 0x41;
+    expect(() => parseRequestBody(broken, { format: 'anthropic-messages', previous: prev })).toThrow(
+      /not valid UTF-8/,
+    );
+    // A different character with the same lead byte is fine.
+    const other = parseRequestBody(body('caf\u00ea ok'), { format: 'anthropic-messages', previous: prev });
+    expect(other.units.length).toBe(1);
+    // An invalid byte past the shared bytes is refused too.
+    const tail = Buffer.concat([
+      body('caf\u00e9 ok').subarray(0, -3),
+      Buffer.from([0xff]),
+      Buffer.from('"}]}'),
+    ]);
+    expect(() => parseRequestBody(tail, { format: 'anthropic-messages', previous: prev })).toThrow(
+      /not valid UTF-8/,
+    );
+  });
+});

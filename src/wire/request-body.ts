@@ -84,6 +84,8 @@ export interface ParseRequestOptions {
    * share at the start, so a body that extends it is scanned in time proportional to what is new.
    */
   previous?: RequestBody;
+  /** How many leading bytes the input shares with `previous`, when the caller counted them already. */
+  previousSharedBytes?: number;
 }
 
 /** The members of a block that kind, name, flags and markers need; the rest is skipped without nodes. */
@@ -121,20 +123,24 @@ export function parseRequestBody(input: Uint8Array | string, options: ParseReque
       : Buffer.isBuffer(input)
         ? input
         : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+  const maxDepth = options.maxDepth ?? MAX_JSON_DEPTH;
+  const prev = options.previous;
+  const previous =
+    prev?.root && (prev.maxDepth ?? MAX_JSON_DEPTH) === maxDepth && prev.bytes.length
+      ? { root: prev.root, sameBytes: options.previousSharedBytes ?? sharedByteCount(bytes, prev.bytes) }
+      : undefined;
   // JSON is UTF-8 (RFC 8259): invalid bytes are refused here, never silently replaced by U+FFFD later.
-  if (!isUtf8(bytes)) {
+  // The bytes shared with the previous body (checked when it was read) are not checked again: the check
+  // starts at the start of a character of the previous body, so what precedes it is whole characters.
+  let checkFrom = previous && prev ? previous.sameBytes : 0;
+  while (checkFrom > 0 && ((prev?.bytes[checkFrom] ?? 0) & 0xc0) === 0x80) checkFrom--;
+  if (!isUtf8(checkFrom ? bytes.subarray(checkFrom) : bytes)) {
     const at = firstInvalidUtf8(bytes);
     throw new JsonSyntaxError(
       `the body is not valid UTF-8 (invalid byte 0x${(bytes[at] ?? 0).toString(16)} at byte ${at})`,
       byteToPosition(bytes, at),
     );
   }
-  const maxDepth = options.maxDepth ?? MAX_JSON_DEPTH;
-  const prev = options.previous;
-  const previous =
-    prev?.root && (prev.maxDepth ?? MAX_JSON_DEPTH) === maxDepth && prev.bytes.length
-      ? { root: prev.root, sameBytes: sharedByteCount(bytes, prev.bytes) }
-      : undefined;
   const root = scanJson(bytes, SHAPE, maxDepth, previous);
   if (root.type !== 'object') {
     throw new WireFormatError('$', 'a request body must be a JSON object', byteToPosition(bytes, root.start));
