@@ -2,6 +2,7 @@
 // between reading a body and forwarding it (parse, resolve, fixes, the forwarded body's prefix) plus the
 // state commit at the upstream's status, per appended request of an agent session at 50 KB to 2 MB.
 // CACHEWARD_BASE_SRC=<another checkout>/src loads that tree too and alternates the two in one process.
+// Bench-only: it never opens a socket, and nothing in src/ may import it.
 // Run: npm run bench:fix-path   (about a minute; BENCH_SCALE=0.3 for a quick look)
 
 import { mkdtempSync, rmSync } from 'node:fs';
