@@ -7,9 +7,9 @@ import { isObj, type Json } from '../core/json.js';
 
 export { isObj, type Json } from '../core/json.js';
 
-import type { Prefix } from '../prefix/build-prefix.js';
+import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
-import { decodeKey, parseSpan } from '../wire/json-scan.js';
+import { decodeKey, parseSpan, type ScanNode } from '../wire/json-scan.js';
 import type { FixRequest } from './fix.js';
 
 export type Message = { role: string; content: string | Json[]; [k: string]: unknown };
@@ -107,38 +107,79 @@ export interface MessageShape {
 /**
  * Every message's shape, from the prefix model and its scan alone (no parse): what {@link historyUnits}
  * gives minus the blocks. Undefined when a message has no content array or string (the slow path decides).
+ * A message whose scan node was taken over from an earlier body (the same bytes at the same place) gets the
+ * shape object it had then: only new messages are read, and an unchanged one is the same object (so the
+ * state that holds it is shared and persisted without being looked into again). Shapes are read-only.
  */
 export function historyShapes(prefix: Prefix): MessageShape[] | undefined {
   const { root, bytes } = prefix.body;
   const node = root.members.get('messages');
   if (node?.type !== 'array') return undefined;
-  const shapes: MessageShape[] = [];
-  for (const m of node.items) {
+  const items = node.items;
+  const shapes: MessageShape[] = new Array(items.length);
+  // The first message not known from an earlier body: from it on, shapes are read from the prefix.
+  let firstNew = items.length;
+  const memo = shapeMemo(prefix.format);
+  const isNew: boolean[] = [];
+  for (let k = 0; k < items.length; k++) {
+    const m = items[k] as ScanNode;
+    const known = memo.get(m);
+    if (known) {
+      shapes[k] = known;
+      continue;
+    }
     if (m.type !== 'object') return undefined;
     const role = m.members.get('role');
     const content = m.members.get('content');
     if (role?.type !== 'leaf' || role.first !== 0x22 || !content) return undefined;
     const string = content.type === 'leaf' && content.first === 0x22;
     if (!string && content.type !== 'array') return undefined;
-    shapes.push({ role: decodeKey(bytes, role.start, role.end), string, ids: [] });
+    shapes[k] = { role: decodeKey(bytes, role.start, role.end), string, ids: [] };
+    isNew[k] = true;
+    if (firstNew === items.length) firstNew = k;
   }
+  if (firstNew === items.length) return shapes;
+  // The new messages' identities, in order: the messages level's blocks from the first new message on.
   const { start, end } = prefix.levels.messages;
-  for (let i = start; i < end; i++) {
-    const b = prefix.blocks[i];
-    if (!b || b.kind === 'empty' || b.messageIndex === undefined) continue;
-    shapes[b.messageIndex]?.ids.push(b.contentHash);
+  let from = end;
+  while (from > start) {
+    const b = prefix.blocks[from - 1] as PrefixBlock;
+    if (b.messageIndex !== undefined && b.messageIndex < firstNew) break;
+    from--;
   }
-  node.items.forEach((m, k) => {
+  for (let i = from; i < end; i++) {
+    const b = prefix.blocks[i] as PrefixBlock;
+    if (b.kind === 'empty' || b.messageIndex === undefined) continue;
+    if (isNew[b.messageIndex]) shapes[b.messageIndex]?.ids.push(b.contentHash);
+  }
+  for (let k = firstNew; k < items.length; k++) {
+    const m = items[k] as ScanNode;
+    const shape = shapes[k] as MessageShape;
+    if (!isNew[k]) continue;
     const content = m.type === 'object' ? m.members.get('content') : undefined;
     const blocks = content?.type === 'array' ? content.items.filter((x) => x.type === 'object').length : 1;
-    const ids = (shapes[k] as MessageShape).ids.length;
-    if (ids !== blocks)
+    if (shape.ids.length !== blocks)
       throw new CachewardError(
         'CW_FIX_INPUT',
-        `message ${k}: ${blocks} blocks but ${ids} identities in the prefix model`,
+        `message ${k}: ${blocks} blocks but ${shape.ids.length} identities in the prefix model`,
       );
-  });
+    memo.set(m, shape);
+  }
   return shapes;
+}
+
+/**
+ * Message shapes by the scan node they were read from, per format (a node's units are read per format).
+ * Weak: a node goes with the last body that holds it.
+ */
+const shapeMemos = new Map<string, WeakMap<ScanNode, MessageShape>>();
+function shapeMemo(format: string): WeakMap<ScanNode, MessageShape> {
+  let memo = shapeMemos.get(format);
+  if (!memo) {
+    memo = new WeakMap();
+    shapeMemos.set(format, memo);
+  }
+  return memo;
 }
 
 /** Whether a message carries a cache marker on any block. */

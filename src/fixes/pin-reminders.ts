@@ -40,12 +40,14 @@ export const pinReminders: Fix<PinState> = {
     if (shapes) {
       // No canonical units yet: start from the client's shapes (as the slow path's fresh start does).
       if (!state.messages.some((cm) => cm.ids.length > 0)) return { state: { messages: shapes }, notes: [] };
+      // Already canonical implies the units extend the canonical ones: the cheap test (shared shape objects
+      // for unchanged messages) goes first.
+      if (alreadyCanonical(state, shapes)) return { state: { messages: shapes }, notes: [] };
       if (!unitsExtend(state, shapes))
         return {
           state: { messages: shapes },
           notes: ['history no longer matches the pinned one (compaction or a rewrite): pins reset'],
         };
-      if (alreadyCanonical(state, shapes)) return { state: { messages: shapes }, notes: [] };
     }
     const body = bodyOf(req);
     if (!Array.isArray(body.messages)) return { state, notes: [] };
@@ -146,6 +148,7 @@ function alreadyCanonical(state: PinState, shapes: readonly MessageShape[]): boo
   if (state.messages.length === 0 || state.messages.length > shapes.length) return false;
   return state.messages.every((cm, k) => {
     const m = shapes[k] as MessageShape;
+    if (m === cm) return true;
     return m.role === cm.role && m.ids.length === cm.ids.length && cm.ids.every((id, j) => m.ids[j] === id);
   });
 }

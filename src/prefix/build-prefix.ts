@@ -256,8 +256,8 @@ export class PrefixBuilder {
   parse(input: Uint8Array | string, options: ParseRequestOptions = {}): Prefix {
     // The scan takes over the nodes of the kept body that shares the most leading bytes with this one.
     let previous = options.previous;
+    let best = -1;
     if (!previous && typeof input !== 'string' && this.previous.length) {
-      let best = -1;
       for (const p of this.previous) {
         const n = sharedByteCount(input, p.body.bytes);
         if (n > best) {
@@ -266,7 +266,11 @@ export class PrefixBuilder {
         }
       }
     }
-    const body = parseRequestBody(input, previous ? { ...options, previous } : options);
+    // The shared bytes just counted are handed on (the scan and the UTF-8 check skip them).
+    const body = parseRequestBody(
+      input,
+      previous ? { ...options, previous, ...(best >= 0 ? { previousSharedBytes: best } : {}) } : options,
+    );
     this.scannedFrom = previous;
     try {
       return this.build(body);

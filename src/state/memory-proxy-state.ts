@@ -10,7 +10,7 @@ import type { ForwardedPair } from '../fixes/stability.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { RequestFixState } from './fix-state-codec.js';
 import { type FixStateHealth, openStateFile } from './fix-state-open.js';
-import { FixStateStore } from './fix-state-store.js';
+import { FixStateStore, type FixStates } from './fix-state-store.js';
 import type { PreparedRequest, PrepareResult, ProxyState, StateCommit, StateHealth } from './proxy-state.js';
 import type { StateFile } from './state-file.js';
 
@@ -20,7 +20,12 @@ export interface MemoryProxyStateOptions {
   log?: (line: string) => void;
   /** The most conversations remembered (least recently used go first, and any after its cache's TTL). */
   maxConversations?: number;
+  /** The longest the state file's snapshot runs before it yields (ms; default 4). */
+  snapshotSliceMs?: number;
 }
+
+/** The longest the state file's snapshot runs before it lets other work in (ms). */
+const SNAPSHOT_SLICE_MS = 4;
 
 /** Conversations the proxy remembers by default: memory stays under a fixed bound however many pass. */
 export const DEFAULT_MAX_CONVERSATIONS = 10_000;
@@ -38,10 +43,12 @@ export class MemoryProxyState implements ProxyState {
   private readonly hashOf = new WeakMap<object, string>();
   /** The parts the last state file held, by hash: a state that did not change is not stringified again. */
   private lastParts = new Map<string, string>();
+  private readonly sliceMs: number;
 
   constructor(options: MemoryProxyStateOptions = {}) {
     const max = options.maxConversations ?? DEFAULT_MAX_CONVERSATIONS;
     this.maxConversations = max;
+    this.sliceMs = options.snapshotSliceMs ?? SNAPSHOT_SLICE_MS;
     // A conversation holds its tip, a few earlier requests (forks and rewinds find them) and the transcript
     // keys of its messages: the bounds are in those proportions.
     this.local = new ConversationTracker(
@@ -115,25 +122,39 @@ export class MemoryProxyState implements ProxyState {
     await this.stateFile?.flush();
   }
 
-  /** The state file's text: each conversation's tip and its fix states, every distinct state once. */
-  private snapshot(): string {
+  /**
+   * The state file's text: each conversation's tip and its fix states, every distinct state once. The
+   * conversations are written as they are now, in one go; the fix states they name (never changed once
+   * made) are written a few ms at a time, yielding between, so a snapshot of many long conversations never
+   * holds the event loop for all of them.
+   */
+  private async snapshot(): Promise<string> {
     const conv = this.local.store.snapshot(this.maxConversations);
-    const parts = new Map<string, string>();
-    const tips: string[] = [];
+    const convText = JSON.stringify(conv);
+    const tipStates: Array<[string, FixStates]> = [];
     for (const r of conv.requests) {
       const st = this.fixStates.get(r.id);
-      if (!st) continue;
+      if (st) tipStates.push([r.id, st]);
+    }
+    const parts = new Map<string, string>();
+    const tips: string[] = [];
+    let sliceStart = performance.now();
+    for (const [id, st] of tipStates) {
       const names: Record<string, string> = {};
       for (const [fix, state] of st) {
         const part = this.part(state);
         parts.set(part.hash, part.json);
         names[fix] = part.hash;
       }
-      tips.push(JSON.stringify([r.id, names]));
+      tips.push(JSON.stringify([id, names]));
+      if (performance.now() - sliceStart >= this.sliceMs) {
+        await new Promise((r) => setImmediate(r));
+        sliceStart = performance.now();
+      }
     }
     this.lastParts = parts;
     const partsText = [...parts].map(([h, json]) => `${JSON.stringify(h)}:${json}`).join(',');
-    return `{"version":2,"conversations":${JSON.stringify(conv)},"fixStates":[${tips.join(',')}],"parts":{${partsText}}}`;
+    return `{"version":2,"conversations":${convText},"fixStates":[${tips.join(',')}],"parts":{${partsText}}}`;
   }
 
   private part(state: unknown): { hash: string; json: string } {

@@ -55,7 +55,7 @@ export class StateFile {
   private readonly log: (line: string) => void;
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
-  private pending: (() => StateWrite) | undefined;
+  private pending: (() => StateWrite | Promise<StateWrite>) | undefined;
 
   constructor(options: StateFileOptions) {
     mkdirSync(options.dir, { recursive: true, mode: 0o700 });
@@ -112,8 +112,11 @@ export class StateFile {
     }
   }
 
-  /** Asks for a write of `snapshot()` within the interval; many calls in one interval make one write. */
-  schedule(snapshot: () => StateWrite): void {
+  /**
+   * Asks for a write of `snapshot()` within the interval; many calls in one interval make one write. The
+   * snapshot may compose its document over several turns of the event loop (a promise).
+   */
+  schedule(snapshot: () => StateWrite | Promise<StateWrite>): void {
     this.pending = snapshot;
     if (this.timer) return;
     this.timer = setTimeout(() => {
@@ -138,8 +141,8 @@ export class StateFile {
     this.pending = undefined;
     if (!snapshot) return;
     this.writing = this.writing
-      .then(() => {
-        const doc = snapshot();
+      .then(async () => {
+        const doc = await snapshot();
         return this.write(typeof doc === 'string' ? doc : JSON.stringify(doc));
       })
       .catch((err) => this.log(`state not saved (it stays in memory): ${String(err)}`));

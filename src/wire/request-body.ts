@@ -84,6 +84,8 @@ export interface ParseRequestOptions {
    * share at the start, so a body that extends it is scanned in time proportional to what is new.
    */
   previous?: RequestBody;
+  /** How many leading bytes the input shares with `previous`, when the caller counted them already. */
+  previousSharedBytes?: number;
 }
 
 /** The members of a block that kind, name, flags and markers need; the rest is skipped without nodes. */
@@ -121,20 +123,24 @@ export function parseRequestBody(input: Uint8Array | string, options: ParseReque
       : Buffer.isBuffer(input)
         ? input
         : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+  const maxDepth = options.maxDepth ?? MAX_JSON_DEPTH;
+  const prev = options.previous;
+  const previous =
+    prev?.root && (prev.maxDepth ?? MAX_JSON_DEPTH) === maxDepth && prev.bytes.length
+      ? { root: prev.root, sameBytes: options.previousSharedBytes ?? sharedByteCount(bytes, prev.bytes) }
+      : undefined;
   // JSON is UTF-8 (RFC 8259): invalid bytes are refused here, never silently replaced by U+FFFD later.
-  if (!isUtf8(bytes)) {
+  // The bytes shared with the previous body (checked when it was read) are not checked again: the check
+  // starts at the start of a character of the previous body, so what precedes it is whole characters.
+  let checkFrom = previous && prev ? previous.sameBytes : 0;
+  while (checkFrom > 0 && ((prev?.bytes[checkFrom] ?? 0) & 0xc0) === 0x80) checkFrom--;
+  if (!isUtf8(checkFrom ? bytes.subarray(checkFrom) : bytes)) {
     const at = firstInvalidUtf8(bytes);
     throw new JsonSyntaxError(
       `the body is not valid UTF-8 (invalid byte 0x${(bytes[at] ?? 0).toString(16)} at byte ${at})`,
       byteToPosition(bytes, at),
     );
   }
-  const maxDepth = options.maxDepth ?? MAX_JSON_DEPTH;
-  const prev = options.previous;
-  const previous =
-    prev?.root && (prev.maxDepth ?? MAX_JSON_DEPTH) === maxDepth && prev.bytes.length
-      ? { root: prev.root, sameBytes: sharedByteCount(bytes, prev.bytes) }
-      : undefined;
   const root = scanJson(bytes, SHAPE, maxDepth, previous);
   if (root.type !== 'object') {
     throw new WireFormatError('$', 'a request body must be a JSON object', byteToPosition(bytes, root.start));
@@ -147,7 +153,7 @@ export function parseRequestBody(input: Uint8Array | string, options: ParseReque
   }
   const format = options.format ?? formatFromRoute(options.route) ?? detectFormat(bytes, root);
   const units: RawUnit[] = [];
-  const reader = new UnitReader(bytes, units);
+  const reader = new UnitReader(bytes, units, previous ? prev : undefined);
   if (format === 'anthropic-messages') reader.anthropic(root);
   else if (format === 'openai-chat') reader.openaiChat(root);
   else reader.openaiResponses(root);
@@ -300,6 +306,8 @@ class UnitReader {
   constructor(
     private readonly bytes: Uint8Array,
     private readonly units: RawUnit[],
+    /** The body the scan took nodes over from: its units for those very nodes are taken over too. */
+    private readonly previous?: RequestBody,
   ) {}
 
   private fail(path: string, node: ScanNode, detail: string): never {
@@ -396,7 +404,7 @@ class UnitReader {
     }
     if (messages.type !== 'array') this.fail(`$.${key}`, messages, 'must be an array');
     const items = messages.items;
-    for (let m = 0; m < items.length; m++) {
+    for (let m = this.takeOver(key, items); m < items.length; m++) {
       const message = items[m] as ScanNode;
       if (message.type !== 'object') this.fail(`$.${key}[${m}]`, message, 'must be an object');
       const roleNode = message.members.get('role');
@@ -439,6 +447,30 @@ class UnitReader {
       // A message with no content still shapes the prompt (its role and boundary): keep it as an empty unit.
       if (part === 0) this.add('empty', message, m, 0, role, header);
     }
+  }
+
+  /**
+   * The units of the leading messages whose nodes the scan took over from the previous body (the same
+   * bytes at the same place and index, so the same units), copied from it; returns the first message
+   * still to read. A body that extends the previous one reads only its new messages.
+   */
+  private takeOver(key: 'messages' | 'input', items: readonly ScanNode[]): number {
+    const prev = this.previous;
+    if (!prev || (prev.format === 'openai-responses') !== (key === 'input')) return 0;
+    const before = prev.root.members.get(key);
+    if (before?.type !== 'array') return 0;
+    const prevUnits = prev.units;
+    let j = 0;
+    while (j < prevUnits.length && (prevUnits[j] as RawUnit).level !== 'messages') j++;
+    let m = 0;
+    for (; m < items.length && items[m] === before.items[m]; m++) {
+      for (; j < prevUnits.length; j++) {
+        const u = prevUnits[j] as RawUnit;
+        if (u.messageIndex !== m) break;
+        this.units.push(u);
+      }
+    }
+    return m;
   }
 
   /** A message's fields other than role and content, canonical JSON (almost always none: `{}`). */

@@ -145,3 +145,47 @@ describe('the state file', () => {
     expect(restored?.n).toBe('r2');
   });
 });
+
+describe('the state file snapshot', () => {
+  it('yields between conversations while it writes their fix states, and reloads every one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-sliced-snapshot-'));
+    const state = new MemoryProxyState({ stateDir: dir, snapshotSliceMs: 0 });
+    // Each state notes, when it is written, how many turns of the event loop other work has had.
+    let ticks = 0;
+    const seen: number[] = [];
+    const n = 30;
+    for (let c = 0; c < n; c++) {
+      const id = `s${c}`;
+      const p = await state.prepare(id, prefixOf(agentConversation({ turns: 1, seed: 100 + c })), {}, T0 + c);
+      if (!p.ok) throw new Error(p.detail);
+      const fixState = {
+        n: id,
+        toJSON() {
+          seen.push(ticks);
+          return { n: id };
+        },
+      };
+      await state.commit(p, '/v1/messages', 200, {
+        states: new Map([['tools-freeze', fixState]]),
+        pair: { client: [], forwarded: [] },
+      });
+    }
+    let running = true;
+    const tick = () => {
+      ticks++;
+      if (running) setImmediate(tick);
+    };
+    setImmediate(tick);
+    await state.close();
+    running = false;
+    // The last write (on close) wrote every state; composed in one go, they would all have seen one count.
+    expect(seen.length).toBeGreaterThanOrEqual(n);
+    expect(new Set(seen.slice(-n)).size).toBeGreaterThanOrEqual(n - 1);
+    const doc = JSON.parse(readFileSync(join(dir, 'conversations.json'), 'utf8'));
+    expect(doc.fixStates).toHaveLength(n);
+    const again = new MemoryProxyState({ stateDir: dir });
+    const next = appendUserTurn(agentConversation({ turns: 1, seed: 100 + 21 }), 'go on');
+    const p = await again.prepare('s21b', prefixOf(next), {}, T0 + 60_000);
+    expect(p.ok && (p.states?.get('tools-freeze') as { n: string } | undefined)?.n).toBe('s21');
+  });
+});

@@ -1,0 +1,185 @@
+// Benchmark: the fix path of one request in process, no HTTP: what `--fix tools-freeze,pin-reminders` does
+// between reading a body and forwarding it (parse, resolve, fixes, the forwarded body's prefix) plus the
+// state commit at the upstream's status, per appended request of an agent session at 50 KB to 2 MB.
+// CACHEWARD_BASE_SRC=<another checkout>/src loads that tree too and alternates the two in one process.
+// Bench-only: it never opens a socket, and nothing in src/ may import it.
+// Run: npm run bench:fix-path   (about a minute; BENCH_SCALE=0.3 for a quick look)
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { agentConversation } from '../src/demo/agent-conversation.js';
+import { machineLine, percentile, SCALE } from './support.js';
+
+type Json = Record<string, unknown>;
+
+/** A session whose requests each append one exchange, the last block marked (as bench/proxy-fixes.ts). */
+class Session {
+  private readonly head: string;
+  private readonly plain: string[];
+  private readonly marked: string[];
+  private readonly ends: number[];
+  private next: number;
+
+  constructor(seed: number, fromBytes: number, steps: number) {
+    let turns = 2;
+    const body = () => agentConversation({ turns, seed, cacheLast: false });
+    while (JSON.stringify(body()).length < fromBytes + (steps / 2 + 2) * 5_000)
+      turns += Math.max(1, turns >> 2);
+    const { messages, ...rest } = body() as { messages: Array<{ role: string; content: Json[] }> };
+    this.head = JSON.stringify({ ...rest, stream: true }).slice(0, -1);
+    this.plain = messages.map((m) => JSON.stringify(m));
+    this.marked = messages.map((m) =>
+      JSON.stringify({
+        ...m,
+        content: m.content.map((b, i) =>
+          i === m.content.length - 1 ? { ...b, cache_control: { type: 'ephemeral' } } : b,
+        ),
+      }),
+    );
+    this.ends = messages.flatMap((m, i) => (m.role === 'user' ? [i] : []));
+    let size = this.head.length;
+    let first = messages.length - 1;
+    for (let i = 0; i < messages.length; i++) {
+      size += (this.plain[i] as string).length + 1;
+      if (size >= fromBytes && messages[i]?.role === 'user') {
+        first = i;
+        break;
+      }
+    }
+    this.next = Math.max(0, this.ends.indexOf(first));
+  }
+
+  take(): Buffer {
+    const end = this.ends[this.next++];
+    if (end === undefined) throw new Error('session exhausted');
+    return Buffer.from(
+      `${this.head},"messages":[${[...this.plain.slice(0, end), this.marked[end]].join(',')}]}`,
+    );
+  }
+}
+
+/** One source tree's fix path: its own builder, state and fixes. */
+interface Path {
+  name: string;
+  /** Wall time and CPU time (this process, user + system) of one request's fix path, ms. */
+  run(body: Buffer, id: string): Promise<{ wall: number; cpu: number }>;
+  close(): Promise<void>;
+}
+
+async function load(name: string, src: string): Promise<Path> {
+  const at = (p: string) => import(pathToFileURL(join(src, p)).href);
+  const [{ PrefixBuilder }, { MemoryProxyState }, { fixRegistry }, { fixRequest }] = await Promise.all([
+    at('prefix/build-prefix.ts'),
+    at('state/memory-proxy-state.ts'),
+    at('fixes/registry.ts'),
+    at('proxy/fix-request.ts'),
+  ]);
+  const dir = mkdtempSync(join(tmpdir(), 'cacheward-bench-fix-path-'));
+  const builder = new PrefixBuilder();
+  const state = new MemoryProxyState({ stateDir: dir });
+  const fixes = fixRegistry().resolve(['tools-freeze', 'pin-reminders']);
+  const headers = new Headers({ 'content-type': 'application/json' });
+  return {
+    name,
+    async run(body, id) {
+      const t0 = performance.now();
+      const c0 = process.cpuUsage();
+      const fixed = await fixRequest(
+        { fixes, builder, state, log: () => {} },
+        {
+          id,
+          original: body,
+          format: 'anthropic-messages',
+          provider: 'anthropic',
+          route: '/v1/messages',
+          requestHeaders: headers,
+          start: 1_800_000_000_000 + Number(id.slice(1)) * 1_000,
+        },
+      );
+      if (fixed.prepared) await state.commit(fixed.prepared, '/v1/messages', 200, fixed.after);
+      const c = process.cpuUsage(c0);
+      return { wall: performance.now() - t0, cpu: (c.user + c.system) / 1000 };
+    },
+    async close() {
+      await state.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Least-squares slope of y over x. */
+function slope(xs: number[], ys: number[]): number {
+  const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const my = ys.reduce((a, b) => a + b, 0) / ys.length;
+  let num = 0;
+  let den = 0;
+  xs.forEach((x, i) => {
+    num += (x - mx) * ((ys[i] as number) - my);
+    den += (x - mx) ** 2;
+  });
+  return den ? num / den : 0;
+}
+
+async function main() {
+  console.log(machineLine('fix-path'));
+  const paths = [await load('this tree', join(import.meta.dirname, '../src'))];
+  const base = process.env.CACHEWARD_BASE_SRC;
+  if (base) paths.push(await load(`base (${base})`, resolve(base)));
+  let n = 0;
+  // Warm-up: small sessions, one after another (as a sequential client sends them).
+  for (let s = 0; s < Math.round(40 * SCALE) + 2; s++) {
+    const session = new Session(9_000 + s, 20_000, 30);
+    for (let i = 0; i < 30; i++) {
+      const body = session.take();
+      for (const p of paths) await p.run(body, `r${n++}`);
+    }
+  }
+  const sizes = [50 * 1024, 512 * 1024, 1024 * 1024, 2048 * 1024];
+  const steps = Math.max(8, Math.round(30 * SCALE));
+  const times = paths.map(() => new Map<number, Array<{ wall: number; cpu: number }>>());
+  for (const size of sizes) {
+    for (let s = 0; s < 3; s++) {
+      const session = new Session(size + s, size, steps + 1);
+      const first = session.take();
+      for (const p of paths) await p.run(first, `r${n++}`);
+      for (let i = 0; i < steps; i++) {
+        const body = session.take();
+        for (let k = 0; k < paths.length; k++) {
+          // Alternate which tree goes first.
+          const j = (i + k) % paths.length;
+          const list = times[j]?.get(size) ?? [];
+          list.push(await (paths[j] as Path).run(body, `r${n++}`));
+          times[j]?.set(size, list);
+        }
+      }
+    }
+  }
+  const mb = sizes.map((s) => s / 1024 / 1024);
+  for (const what of ['wall', 'cpu'] as const) {
+    console.log(
+      what === 'wall'
+        ? '\nfix path p50 per appended request, in process (ms): parse, resolve, fixes, forwarded prefix, commit'
+        : '\nthe same, CPU time p50 (ms; what a busy machine does not inflate by making it wait for a core)',
+    );
+    console.log(`tree | ${sizes.map((s) => `${s / 1024} KB`).join(' | ')} | growth (ms per MB)`);
+    console.log(`--- | ${sizes.map(() => '---').join(' | ')} | ---`);
+    paths.forEach((p, k) => {
+      const p50 = sizes.map((s) =>
+        percentile(
+          (times[k]?.get(s) ?? []).map((t) => t[what]),
+          0.5,
+        ),
+      );
+      console.log(`${p.name} | ${p50.map((x) => x.toFixed(2)).join(' | ')} | ${slope(mb, p50).toFixed(2)}`);
+    });
+  }
+  console.log(`(n = ${steps * 3} per size and tree)`);
+  for (const p of paths) await p.close();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
+import { PrefixBuilder } from '../prefix/build-prefix.js';
+import { historyShapes } from './anthropic-messages.js';
+import { pinReminders } from './pin-reminders.js';
+
+type Json = Record<string, unknown>;
+const parse = (builder: PrefixBuilder, body: Json) =>
+  builder.parse(Buffer.from(JSON.stringify(body)), { format: 'anthropic-messages' });
+
+describe('historyShapes on a growing conversation', () => {
+  it('gives what a fresh read gives, with the same objects for the messages an earlier body had', () => {
+    const builder = new PrefixBuilder();
+    let conv = agentConversation({ turns: 4, seed: 7 });
+    let before = historyShapes(parse(builder, conv));
+    for (let t = 0; t < 4; t++) {
+      conv = appendUserTurn(conv, `turn ${t}`);
+      const shapes = historyShapes(parse(builder, conv));
+      // A builder that never saw an earlier body reads every message afresh.
+      expect(shapes).toEqual(historyShapes(parse(new PrefixBuilder(), conv)));
+      const prev = before as NonNullable<typeof before>;
+      // The last message of the body before is not shared (it ends where the new turn starts).
+      for (let k = 0; k < prev.length - 1; k++) expect(shapes?.[k]).toBe(prev[k]);
+      before = shapes;
+    }
+  });
+
+  it('reads a message again when its bytes changed at the same place', () => {
+    const builder = new PrefixBuilder();
+    const conv = agentConversation({ turns: 3, seed: 9 });
+    const first = historyShapes(parse(builder, conv));
+    const messages = structuredClone(conv.messages) as Array<{ role: string; content: Json[] }>;
+    messages[0]?.content.push({ type: 'text', text: '<system-reminder>moved here</system-reminder>' });
+    const changed = historyShapes(parse(builder, { ...conv, messages }));
+    expect(changed?.[0]).not.toBe(first?.[0]);
+    expect(changed?.[0]?.ids.length).toBe((first?.[0]?.ids.length ?? 0) + 1);
+    expect(changed).toEqual(historyShapes(parse(new PrefixBuilder(), { ...conv, messages })));
+  });
+
+  it('pin-reminders keeps the same state and body with a shared builder as with fresh ones', () => {
+    const shared = new PrefixBuilder();
+    let conv = agentConversation({ turns: 3, seed: 11 });
+    let stateShared = pinReminders.initialState();
+    let stateFresh = pinReminders.initialState();
+    const ctx = {
+      provider: 'anthropic' as const,
+      route: '/v1/messages',
+      now: 0,
+      conversation: 'c',
+      relation: 'new' as const,
+    };
+    let reshaped = 0;
+    for (let t = 0; t < 5; t++) {
+      let body = conv;
+      if (t === 3) {
+        // The client re-serializes: a reminder moves into a message of its own.
+        const messages = structuredClone(conv.messages) as Array<{ role: string; content: Json[] }>;
+        const last = messages[messages.length - 1] as { role: string; content: Json[] };
+        messages.splice(messages.length - 1, 0, { role: 'user', content: [last.content.shift() as Json] });
+        body = { ...conv, messages };
+      }
+      const bytes = Buffer.from(JSON.stringify(body));
+      const a = pinReminders.apply(
+        { body: bytes, prefix: parse(shared, body), headers: {} },
+        stateShared,
+        ctx,
+      );
+      const b = pinReminders.apply(
+        { body: bytes, prefix: parse(new PrefixBuilder(), body), headers: {} },
+        stateFresh,
+        ctx,
+      );
+      expect(a.body?.toString()).toBe(b.body?.toString());
+      expect(a.notes).toEqual(b.notes);
+      expect(a.state).toEqual(b.state);
+      if (a.body) reshaped++;
+      stateShared = a.state;
+      stateFresh = b.state;
+      conv = appendUserTurn(conv, `turn ${t}`);
+    }
+    // The re-serialized request was put back in its first-seen shape.
+    expect(reshaped).toBe(1);
+  });
+});
