@@ -52,7 +52,7 @@ export async function anthropicRoute(
   const prewarm = isPrewarm(body);
   const turn: ScriptedTurn = prewarm
     ? {}
-    : pickTurn(ctx.options.script, conversationText(body, 'anthropic'), assistantTurns(body));
+    : pickTurn(ctx.options.script, () => conversationText(body, 'anthropic'), assistantTurns(body));
   if (turn.error) return fail(turn.error.status, turn.error.message ?? 'Scripted error');
   const unplayable = unplayableOn('Messages', turn);
   if (unplayable) return fail(500, unplayable);

@@ -91,7 +91,7 @@ export async function prepare(
   const retention = resolveOpenAIRetention(body.model, body.prompt_cache_retention, { zdr: ctx.options.zdr });
   if ('error' in retention) return fail(400, retention.error, 'prompt_cache_retention');
   const turnIndex = kind === 'chat' ? chatTurns(body) : responsesTurns(ctx, body);
-  const turn = pickTurn(ctx.options.script, conversationText(body, kind), turnIndex);
+  const turn = pickTurn(ctx.options.script, () => conversationText(body, kind), turnIndex);
   if (turn.error) return fail(turn.error.status, turn.error.message ?? 'Scripted error');
   const unplayable = kind === 'chat' ? unplayableOn('Chat Completions', turn) : undefined;
   if (unplayable) return fail(500, unplayable);
