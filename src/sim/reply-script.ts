@@ -151,8 +151,9 @@ export function pickTurn(
   text: () => ConversationText,
   index: number,
 ): ScriptedTurn {
-  let read: ConversationText | undefined;
-  const conv = script?.conversations.find((c) => matches(c, (read ??= text())));
+  if (!script?.conversations.length) return defaultTurn(index);
+  const read = text();
+  const conv = script.conversations.find((c) => matches(c, read));
   return conv?.turns[index] ?? defaultTurn(index);
 }
 
