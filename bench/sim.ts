@@ -1,7 +1,8 @@
 // Benchmark: the simulator over HTTP on loopback. Requests per second with 16 concurrent clients on 50 KB
 // bodies; p50/p99 latency for 1 MB bodies, non-streaming and streaming; memory over a million cache entries.
 // Run: npm run bench:sim   (builds, starts `cacheward sim` in a child process; about 80 s;
-// CACHEWARD_BASE_BIN=<another build's dist/cli/bin.js> adds that build to the throughput phase, interleaved)
+// CACHEWARD_BASE_BIN=<another build's dist/cli/bin.js> adds that build to the throughput phase, interleaved:
+// ROUNDS rotated rounds, default 4)
 
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
@@ -90,7 +91,7 @@ async function main() {
         ['this build', undefined],
       ]
     : [['this build', undefined]];
-  const rounds = base ? 4 : 1;
+  const rounds = base ? Number(process.env.ROUNDS ?? 4) : 1;
   const seconds = base ? 6 : 10;
   console.log(
     `\nthroughput, 16 concurrent clients, ${(size / 1024).toFixed(0)} KB bodies (2 s warm-up, then ${seconds} s; every response read whole, its status checked):`,
