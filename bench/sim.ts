@@ -1,14 +1,17 @@
 // Benchmark: the simulator over HTTP on loopback. Requests per second with 16 concurrent clients on 50 KB
 // bodies; p50/p99 latency for 1 MB bodies, non-streaming and streaming; memory over a million cache entries.
-// Run: npm run bench:sim   (builds, starts `cacheward sim` in a child process; about a minute)
+// Run: npm run bench:sim   (builds, starts `cacheward sim` in a child process; about 80 s;
+// CACHEWARD_BASE_BIN=<another build's dist/cli/bin.js> adds that build to the throughput phase, interleaved:
+// ROUNDS rotated rounds, default 4)
 
+import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 import { EntryStore } from '../dist/index.js';
 import { bodyOfSize, machineLine, percentile, startCli } from './support.js';
 
-async function main() {
-  console.log(machineLine('sim'));
-  const { child, url } = await startCli(['sim', '--port', '0']);
+/** A simulator child and a pool to it; `send` reads every response whole and checks its status. */
+async function startSim(bin?: string) {
+  const { child, url } = await startCli(['sim', '--port', '0'], bin ? { bin } : {});
   const pool = new Pool(url, { connections: 32, pipelining: 1 });
   const headers = { 'content-type': 'application/json', 'x-api-key': 'bench-key' };
   const send = async (body: string | Buffer) => {
@@ -16,30 +19,104 @@ async function main() {
     await res.body.arrayBuffer();
     if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
   };
+  const stop = async () => {
+    await pool.close();
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  return { child, send, stop };
+}
+
+/** A process's user + system CPU so far, in ms (Linux /proc), or undefined elsewhere. */
+function cpuMs(pid: number | undefined): number | undefined {
   try {
-    // 1. Throughput: 16 clients, each with its own ~50 KB conversation (the first request writes, then reads).
-    const bodies = Array.from({ length: 16 }, (_, i) =>
-      Buffer.from(JSON.stringify(bodyOfSize(50 * 1024, i + 1))),
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * 10 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * 16 clients, each sending its own ~50 KB conversation over and over (the first request writes, then
+ * reads), for `seconds` after a 2 s warm-up: requests per second, and CPU per request of both processes.
+ */
+async function throughput(bodies: Buffer[], seconds: number, bin?: string) {
+  const sim = await startSim(bin);
+  try {
+    for (const b of bodies) await sim.send(b);
+    const warm = performance.now() + 2000;
+    await Promise.all(
+      bodies.map(async (b) => {
+        while (performance.now() < warm) await sim.send(b);
+      }),
     );
-    const size = (bodies[0] as Buffer).length;
-    for (const b of bodies) await send(b);
     let done = 0;
-    const seconds = 10;
     const end = performance.now() + seconds * 1000;
+    const simBefore = cpuMs(sim.child.pid);
+    const ownBefore = process.cpuUsage();
     const t0 = performance.now();
     await Promise.all(
       bodies.map(async (b) => {
         while (performance.now() < end) {
-          await send(b);
+          await sim.send(b);
           done++;
         }
       }),
     );
     const elapsed = (performance.now() - t0) / 1000;
-    console.log(
-      `\nthroughput: ${(done / elapsed).toFixed(0)} requests/s, 16 concurrent clients, ${(size / 1024).toFixed(0)} KB bodies (${done} requests in ${elapsed.toFixed(1)} s)`,
-    );
+    const simAfter = cpuMs(sim.child.pid);
+    const own = process.cpuUsage(ownBefore);
+    const simUs =
+      simBefore === undefined || simAfter === undefined ? undefined : ((simAfter - simBefore) * 1000) / done;
+    return { perSecond: done / elapsed, done, elapsed, simUs, loadUs: (own.user + own.system) / done };
+  } finally {
+    await sim.stop();
+  }
+}
 
+async function main() {
+  console.log(machineLine('sim'));
+  // 1. Throughput: 16 clients, each with its own ~50 KB conversation.
+  const bodies = Array.from({ length: 16 }, (_, i) =>
+    Buffer.from(JSON.stringify(bodyOfSize(50 * 1024, i + 1))),
+  );
+  const size = (bodies[0] as Buffer).length;
+  const base = process.env.CACHEWARD_BASE_BIN;
+  const builds: Array<[string, string | undefined]> = base
+    ? [
+        ['base', base],
+        ['this build', undefined],
+      ]
+    : [['this build', undefined]];
+  const rounds = base ? Number(process.env.ROUNDS ?? 4) : 1;
+  const seconds = base ? 6 : 10;
+  console.log(
+    `\nthroughput, 16 concurrent clients, ${(size / 1024).toFixed(0)} KB bodies (2 s warm-up, then ${seconds} s; every response read whole, its status checked):`,
+  );
+  console.log('build | round | requests/s | requests | sim CPU µs/request | load generator CPU µs/request');
+  console.log('--- | --- | --- | --- | --- | ---');
+  const rates = new Map<string, number[]>();
+  for (let r = 0; r < rounds; r++) {
+    // Rotated: base first in odd rounds, this build first in even ones.
+    for (const [name, bin] of r % 2 ? [...builds].reverse() : builds) {
+      const t = await throughput(bodies, seconds, bin);
+      rates.set(name, [...(rates.get(name) ?? []), t.perSecond]);
+      console.log(
+        `${name} | ${r + 1} | ${t.perSecond.toFixed(0)} | ${t.done} in ${t.elapsed.toFixed(1)} s | ${t.simUs?.toFixed(0) ?? 'n/a'} | ${t.loadUs.toFixed(0)}`,
+      );
+    }
+  }
+  for (const [name, v] of rates) {
+    console.log(
+      `throughput (${name}): ${(v.reduce((a, b) => a + b, 0) / v.length).toFixed(0)} requests/s${v.length > 1 ? ` (mean of ${v.length})` : ''}`,
+    );
+  }
+
+  const { send, stop } = await startSim();
+  try {
     // 2. Latency at 1 MB, non-streaming and streaming, one request at a time.
     const big = bodyOfSize(1024 * 1024, 99);
     const bigText = JSON.stringify(big);
@@ -64,8 +141,7 @@ async function main() {
       );
     }
   } finally {
-    await pool.close();
-    child.kill('SIGTERM');
+    await stop();
   }
 
   // 3. Memory over a million entries: the simulator's EntryStore, 1,000,000 writes over two virtual hours

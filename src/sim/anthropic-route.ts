@@ -9,17 +9,18 @@ import { isObj, type Json } from '../core/json.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { errorBody, errorResponse, requestIdHeader } from '../wire/provider-errors.js';
 import { type Incoming, readIncoming, stallOf, streamContext } from './incoming.js';
-import { jsonResponse } from './raw-bodies.js';
 import { pickTurn, type ScriptedTurn, unplayableOn } from './reply-script.js';
 import { conversationText } from './script-match.js';
 import { chunkText, type SimContext } from './sim-context.js';
+import { jsonReply, type SimReply } from './sim-reply.js';
+import type { SimRequest } from './sim-request.js';
 import { type SseEvent, streamedResponse } from './sse-body.js';
 
 export async function anthropicRoute(
   ctx: SimContext,
-  request: Request,
+  request: SimRequest,
   countTokens: boolean,
-): Promise<Response> {
+): Promise<SimReply> {
   const incoming = await readIncoming(ctx, request, 'anthropic');
   if (incoming instanceof Response) return incoming;
   const { requestId } = incoming;
@@ -51,7 +52,7 @@ export async function anthropicRoute(
   const prewarm = isPrewarm(body);
   const turn: ScriptedTurn = prewarm
     ? {}
-    : pickTurn(ctx.options.script, conversationText(body, 'anthropic'), assistantTurns(body));
+    : pickTurn(ctx.options.script, () => conversationText(body, 'anthropic'), assistantTurns(body));
   if (turn.error) return fail(turn.error.status, turn.error.message ?? 'Scripted error');
   const unplayable = unplayableOn('Messages', turn);
   if (unplayable) return fail(500, unplayable);
@@ -114,11 +115,8 @@ function isViolation(v: object): v is RuleViolation {
   return 'status' in v && 'message' in v;
 }
 
-function json(value: unknown, requestId: string): Response {
-  return jsonResponse(JSON.stringify(value), {
-    status: 200,
-    headers: { 'content-type': 'application/json', ...requestIdHeader('anthropic', requestId) },
-  });
+function json(value: unknown, requestId: string): SimReply {
+  return jsonReply(JSON.stringify(value), 200, requestIdHeader('anthropic', requestId));
 }
 
 function stream(ctx: SimContext, incoming: Incoming, message: Json, content: Json[]): Response {

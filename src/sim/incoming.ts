@@ -3,8 +3,8 @@
 
 import { errorResponse, overloadedStatus, type Provider } from '../wire/provider-errors.js';
 import { chooseFaults, type Fault, FaultSpecError } from './faults.js';
-import { requestBody } from './raw-bodies.js';
 import type { SimContext } from './sim-context.js';
+import type { AbortState, HeaderReader, SimRequest } from './sim-request.js';
 import type { StreamContext } from './sse-body.js';
 
 /** A request that got past the preamble. */
@@ -15,21 +15,26 @@ export interface Incoming {
   start: number;
   scope: string;
   bytes: Buffer;
-  headers: Headers;
+  headers: HeaderReader;
   faults: Fault[];
-  signal: AbortSignal;
+  signal: AbortState;
 }
 
-function apiKeyOf(provider: Provider, headers: Headers): string | undefined {
+function apiKeyOf(provider: Provider, headers: HeaderReader): string | undefined {
   const bearer = headers.get('authorization')?.match(/^Bearer\s+(.+)$/i)?.[1];
   return provider === 'anthropic' ? (headers.get('x-api-key') ?? bearer) : bearer;
 }
 
 export async function readIncoming(
   ctx: SimContext,
-  request: Request,
+  request: SimRequest,
   provider: Provider,
 ): Promise<Incoming | Response> {
+  // The body is read first, as before any answer (a body declared too large is not read at all).
+  const declared = Number(request.headers.get('content-length') ?? '0');
+  let bytes: Buffer | undefined;
+  if (declared > ctx.options.maxBodyBytes) await request.discard();
+  else bytes = await request.body();
   ctx.countRequest(provider);
   const start = ctx.clock.now();
   const requestId = ctx.id(provider === 'anthropic' ? 'req_' : 'req_');
@@ -46,12 +51,9 @@ export async function readIncoming(
         : "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
     );
   }
-  const declared = Number(request.headers.get('content-length') ?? '0');
-  if (declared > ctx.options.maxBodyBytes) {
-    await request.body?.cancel().catch(() => {});
+  if (bytes === undefined) {
     return fail(413, `Request exceeds the maximum allowed number of bytes (${ctx.options.maxBodyBytes}).`);
   }
-  const bytes = await requestBody(request);
   if (bytes.length > ctx.options.maxBodyBytes) {
     return fail(413, `Request exceeds the maximum allowed number of bytes (${ctx.options.maxBodyBytes}).`);
   }

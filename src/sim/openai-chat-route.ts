@@ -6,9 +6,11 @@ import { errorBody } from '../wire/provider-errors.js';
 import { streamContext } from './incoming.js';
 import { begin, json, outputTokens, prepare } from './openai-request.js';
 import { chunkText, type SimContext } from './sim-context.js';
+import type { SimReply } from './sim-reply.js';
+import type { SimRequest } from './sim-request.js';
 import { type SseEvent, streamedResponse } from './sse-body.js';
 
-export async function chatCompletionsRoute(ctx: SimContext, request: Request): Promise<Response> {
+export async function chatCompletionsRoute(ctx: SimContext, request: SimRequest): Promise<SimReply> {
   const p = await prepare(ctx, request, 'chat');
   if (p instanceof Response) return p;
   const { incoming, body, turn, result } = p;

@@ -9,11 +9,12 @@ import { isObj, type Json } from '../core/json.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { errorResponse, requestIdHeader } from '../wire/provider-errors.js';
 import { type Incoming, readIncoming, stallOf } from './incoming.js';
-import { jsonResponse } from './raw-bodies.js';
 import { pickTurn, type ScriptedTurn, unplayableOn } from './reply-script.js';
 import { resolveChain } from './response-chain.js';
 import { conversationText } from './script-match.js';
 import type { SimContext } from './sim-context.js';
+import { jsonReply, type SimReply } from './sim-reply.js';
+import type { SimRequest } from './sim-request.js';
 
 export type Kind = 'chat' | 'responses';
 
@@ -25,7 +26,11 @@ export interface Prepared {
   result: OpenAICacheResult;
 }
 
-export async function prepare(ctx: SimContext, request: Request, kind: Kind): Promise<Prepared | Response> {
+export async function prepare(
+  ctx: SimContext,
+  request: SimRequest,
+  kind: Kind,
+): Promise<Prepared | Response> {
   const incoming = await readIncoming(ctx, request, 'openai');
   if (incoming instanceof Response) return incoming;
   const fail = (status: number, message: string, param: string | null = null, code?: string) => {
@@ -86,7 +91,7 @@ export async function prepare(ctx: SimContext, request: Request, kind: Kind): Pr
   const retention = resolveOpenAIRetention(body.model, body.prompt_cache_retention, { zdr: ctx.options.zdr });
   if ('error' in retention) return fail(400, retention.error, 'prompt_cache_retention');
   const turnIndex = kind === 'chat' ? chatTurns(body) : responsesTurns(ctx, body);
-  const turn = pickTurn(ctx.options.script, conversationText(body, kind), turnIndex);
+  const turn = pickTurn(ctx.options.script, () => conversationText(body, kind), turnIndex);
   if (turn.error) return fail(turn.error.status, turn.error.message ?? 'Scripted error');
   const unplayable = kind === 'chat' ? unplayableOn('Chat Completions', turn) : undefined;
   if (unplayable) return fail(500, unplayable);
@@ -119,11 +124,8 @@ export function outputTokens(turn: ScriptedTurn): number {
   );
 }
 
-export function json(value: unknown, requestId: string): Response {
-  return jsonResponse(JSON.stringify(value), {
-    status: 200,
-    headers: { 'content-type': 'application/json', ...requestIdHeader('openai', requestId) },
-  });
+export function json(value: unknown, requestId: string): SimReply {
+  return jsonReply(JSON.stringify(value), 200, requestIdHeader('openai', requestId));
 }
 
 export function chatTurns(body: Json): number {

@@ -10,9 +10,11 @@ import { storeResponse } from './response-chain.js';
 import { responseEvents } from './responses-events.js';
 import { toolCallItem } from './responses-tool-calls.js';
 import type { SimContext } from './sim-context.js';
+import type { SimReply } from './sim-reply.js';
+import type { SimRequest } from './sim-request.js';
 import { streamedResponse } from './sse-body.js';
 
-export async function responsesRoute(ctx: SimContext, request: Request): Promise<Response> {
+export async function responsesRoute(ctx: SimContext, request: SimRequest): Promise<SimReply> {
   const p = await prepare(ctx, request, 'responses');
   if (p instanceof Response) return p;
   const { incoming, body, turn, result, prefix } = p;

@@ -142,13 +142,18 @@ function matches(c: ScriptedConversation, text: ConversationText): boolean {
   return text.firstUser.includes(needle);
 }
 
-/** The turn to play: the first matching conversation's turn `index`, else a short deterministic text. */
+/**
+ * The turn to play: the first matching conversation's turn `index`, else a short deterministic text.
+ * `text` is read only when a script has a conversation to match (no script: the body's text is never joined).
+ */
 export function pickTurn(
   script: ReplyScript | undefined,
-  text: ConversationText,
+  text: () => ConversationText,
   index: number,
 ): ScriptedTurn {
-  const conv = script?.conversations.find((c) => matches(c, text));
+  if (!script?.conversations.length) return defaultTurn(index);
+  const read = text();
+  const conv = script.conversations.find((c) => matches(c, read));
   return conv?.turns[index] ?? defaultTurn(index);
 }
 

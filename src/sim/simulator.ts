@@ -16,9 +16,10 @@ import { anthropicRoute } from './anthropic-route.js';
 import { type FaultRate, parseFaultRates } from './faults.js';
 import { chatCompletionsRoute } from './openai-chat-route.js';
 import { responsesRoute } from './openai-responses-route.js';
-import { jsonResponse, requestBody } from './raw-bodies.js';
 import type { ReplyScript } from './reply-script.js';
 import { SimContext } from './sim-context.js';
+import { jsonReply, type SimReply, toWebResponse } from './sim-reply.js';
+import { fromWebRequest, type SimRequest } from './sim-request.js';
 import { serve } from './web-node-bridge.js';
 
 /** Options for {@link createSimulator}. Every one is optional. */
@@ -95,9 +96,9 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
   let server: Server | undefined;
   let url: string | undefined;
 
-  const handle = async (request: Request): Promise<Response> => {
-    const path = new URL(request.url).pathname.replace(/\/+$/, '');
-    const method = request.method.toUpperCase();
+  // Over HTTP the bridge hands node's request straight to `route`; `fetch` and `handle` wrap a Web Request.
+  const route = async (request: SimRequest): Promise<SimReply> => {
+    const { path, method } = request;
     try {
       if (method === 'POST' && path === '/v1/messages') return await anthropicRoute(ctx, request, false);
       if (method === 'POST' && path === '/v1/messages/count_tokens')
@@ -122,6 +123,8 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
         : errorResponse('anthropic', 500, 'Internal server error', ctx.id('req_'));
     }
   };
+  const handle = async (request: Request): Promise<Response> =>
+    toWebResponse(await route(fromWebRequest(request)));
 
   return {
     fetch: (input, init) =>
@@ -132,7 +135,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     clock: ctx.clock,
     async listen(at: ListenOptions = {}) {
       if (server) throw new AlreadyListeningError('simulator', 'is already listening: close() it first');
-      const started = await serve(handle, at.port ?? 0, at.host ?? '127.0.0.1', onError);
+      const started = await serve(route, at.port ?? 0, at.host ?? '127.0.0.1', onError);
       server = started.server;
       url = started.url;
       return url;
@@ -154,9 +157,13 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
   };
 }
 
-async function control(ctx: SimContext, request: Request, path: string, method: string): Promise<Response> {
-  const reply = (status: number, body: unknown) =>
-    jsonResponse(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+async function control(
+  ctx: SimContext,
+  request: SimRequest,
+  path: string,
+  method: string,
+): Promise<SimReply> {
+  const reply = (status: number, body: unknown) => jsonReply(JSON.stringify(body), status, {});
   if (path === '/_sim/stats' && method === 'GET') return reply(200, ctx.stats());
   if (path === '/_sim/reset' && method === 'POST') {
     ctx.reset();
@@ -166,7 +173,7 @@ async function control(ctx: SimContext, request: Request, path: string, method: 
     if (method === 'POST') {
       let body: unknown;
       try {
-        body = JSON.parse((await requestBody(request)).toString('utf8'));
+        body = JSON.parse((await request.body()).toString('utf8'));
       } catch {
         return reply(400, { error: 'send {"advance_ms": N}' });
       }

@@ -1,52 +1,87 @@
-// Serves a fetch-style handler (Request → Response) over node:http, streaming the response with
-// backpressure. A response stream that errors resets the connection, as a dropped upstream would.
+// Serves the simulator's handler over node:http: requests read straight from node (no Web Request per
+// request), text replies written as is, Web Response streams with backpressure. A stream that errors resets
+// the connection, as a dropped upstream would.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { requestWithBytes, responseTextOf } from './raw-bodies.js';
+import { type SimReply, TextReply } from './sim-reply.js';
+import { type AbortState, type HeaderReader, routePath, type SimRequest } from './sim-request.js';
 
-export type FetchHandler = (request: Request) => Promise<Response>;
+export type SimHandler = (request: SimRequest) => Promise<SimReply>;
 
-/** Reads a node request into a Web Request; its signal aborts when the client goes away. */
-async function toRequest(req: IncomingMessage, res: ServerResponse, base: string): Promise<Request> {
-  const controller = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+/** node's lower-cased headers, every repeat kept (`headersDistinct`), read as Web Headers would join them. */
+class NodeHeaders implements HeaderReader {
+  constructor(private readonly req: IncomingMessage) {}
+  get(name: string): string | null {
+    const key = name.toLowerCase();
+    const one = this.req.headers[key];
+    if (one === undefined) return null;
+    // A header node folds to its first value (e.g. authorization) is kept whole, as Web Headers keep it.
+    const all = this.req.headersDistinct[key];
+    return all && all.length > 1 ? all.join(', ') : Array.isArray(one) ? one.join(', ') : one;
   }
-  let body: Buffer | undefined;
-  if (req.method !== 'GET' && req.method !== 'HEAD') {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    body = Buffer.concat(chunks);
+  has(name: string): boolean {
+    return this.req.headers[name.toLowerCase()] !== undefined;
   }
-  const init = { method: req.method ?? 'GET', headers, signal: controller.signal };
-  const url = new URL(req.url ?? '/', base);
-  // The bytes ride beside the Request (raw-bodies.ts): no Web stream is built only to be read back whole.
-  return body ? requestWithBytes(url, init, body) : new Request(url, init);
 }
 
-async function send(response: Response, res: ServerResponse): Promise<void> {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((v, k) => {
-    headers[k] = v;
+/** The client left before the whole response was written. */
+class ResponseGone implements AbortState {
+  constructor(private readonly res: ServerResponse) {}
+  get aborted(): boolean {
+    return this.res.closed && !this.res.writableFinished;
+  }
+}
+
+/** A path that `new URL` would spell the same (no dots, escapes or query): most requests' paths. */
+const PLAIN_PATH = /^\/(?!\/)[A-Za-z0-9_/-]*$/;
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  if (req.method === 'GET' || req.method === 'HEAD') return Promise.resolve(Buffer.alloc(0));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.once('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
+    req.once('error', reject);
+    req.once('close', () => {
+      if (!req.complete) reject(new Error('the client closed the connection before the body ended'));
+    });
   });
-  const text = responseTextOf(response);
-  if (text !== undefined) {
-    res.writeHead(response.status, { ...headers, 'content-length': String(Buffer.byteLength(text)) });
-    res.end(text);
+}
+
+function simRequest(req: IncomingMessage, res: ServerResponse, base: string): SimRequest {
+  const url = req.url ?? '/';
+  return {
+    method: (req.method ?? 'GET').toUpperCase(),
+    path: routePath(PLAIN_PATH.test(url) ? url : new URL(url, base).pathname),
+    headers: new NodeHeaders(req),
+    body: () => readBody(req),
+    discard: async () => {
+      req.resume();
+    },
+    signal: new ResponseGone(res),
+  };
+}
+
+async function send(reply: SimReply, res: ServerResponse): Promise<void> {
+  if (reply instanceof TextReply) {
+    res.writeHead(reply.status, {
+      ...reply.headers,
+      'content-length': String(Buffer.byteLength(reply.text)),
+    });
+    res.end(reply.text);
     return;
   }
-  res.writeHead(response.status, headers);
-  if (!response.body) {
+  const headers: Record<string, string> = {};
+  reply.headers.forEach((v, k) => {
+    headers[k] = v;
+  });
+  res.writeHead(reply.status, headers);
+  if (!reply.body) {
     res.end();
     return;
   }
-  const reader = response.body.getReader();
+  const reader = reply.body.getReader();
   res.on('close', () => {
     if (!res.writableFinished) reader.cancel().catch(() => {});
   });
@@ -69,16 +104,15 @@ async function send(response: Response, res: ServerResponse): Promise<void> {
 
 /** An HTTP server bound to `host` serving `handler`; resolves once listening, with its base URL. */
 export async function serve(
-  handler: FetchHandler,
+  handler: SimHandler,
   port: number,
   host: string,
   onError: (err: unknown) => void,
 ): Promise<{ server: Server; url: string }> {
   let base = `http://${host}`;
   const server = createServer((req, res) => {
-    toRequest(req, res, base)
-      .then(handler)
-      .then((response) => send(response, res))
+    handler(simRequest(req, res, base))
+      .then((reply) => send(reply, res))
       .catch((err) => {
         onError(err);
         if (!res.headersSent) {
