@@ -84,6 +84,8 @@ describe('health and metrics', () => {
     const b = messagesBody(3, 200, { 2: EPHEMERAL });
     await post('/v1/messages', { ...b, model: 'claude-fable-5' });
     await post('/v1/messages', { ...b, model: 'claude-fable-5' });
+    // Counters are updated by the after-response work, which may still be running as the response ends.
+    await h.proxy.flush();
     const text = await (await fetch(`${h.proxy.url}/_cacheward/metrics`)).text();
     expect(text).toContain('# TYPE cacheward_requests_total counter');
     expect(text).toMatch(
