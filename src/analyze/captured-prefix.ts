@@ -126,7 +126,8 @@ export function prefixFromCapture(
   const from = taken?.shared ?? 0;
   // One array of the final length (a slice then pushes left a half-empty tail on every record).
   const blocks = new Array<PrefixBlock>(captured.blocks.length);
-  for (let i = 0; i < from; i++) blocks[i] = (taken?.blocks as readonly PrefixBlock[])[i] as PrefixBlock;
+  const before: readonly PrefixBlock[] = taken?.blocks ?? [];
+  for (let i = 0; i < from; i++) blocks[i] = before[i] as PrefixBlock;
   let cumulative = from ? (blocks[from - 1] as PrefixBlock).cumulativeTokens : 0;
   const transcript = new TranscriptChain();
   if (from) transcript.load(states[from - 1] as readonly number[]);
