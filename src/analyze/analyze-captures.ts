@@ -285,14 +285,15 @@ export class Analyzer {
     const start = r.times.start;
     const firstByte = r.times.firstByte ?? r.times.end ?? start;
     const captured = this.withTtl(r.prefix);
-    const prefix = prefixFromCapture(captured, r.model, r.betas, this.reuse);
-    const model = r.model;
+    const model = r.model === undefined ? undefined : this.reuse.intern(r.model);
+    const prefix = prefixFromCapture(captured, model, r.betas, this.reuse);
     // Provider tokens per estimated token, over what the model saw (thinking an older model stripped is
     // not input: scaled against the prefix as sent, every figure would shrink by it).
     const scaleOver = (seen: Prefix) =>
       usage && usage.inputTotal > 0 ? usage.inputTotal / Math.max(1, seen.totalTokens) : 1;
     let scale = scaleOver(prefix);
-    const label = labelOf(r);
+    const labelled = labelOf(r);
+    const label = labelled === undefined ? undefined : this.reuse.intern(labelled);
     const turnOf = isTurn(r);
 
     // Which conversation: the one resolver, on the captured prefix (a chained Responses request's is the

@@ -39,6 +39,8 @@ export class CapturedPrefixReuse {
    * tools, and their blocks are held once across records that share no objects (the live analysis).
    */
   private readonly sharedBlocks = new LruMap<PrefixBlock>(4_096);
+  /** Strings every record repeats (fold hashes, models, labels), held once however many records keep them. */
+  private readonly strings = new Map<string, string>();
   /** The empty stand-in bodies, one per format and beta set (read-only: nothing reads request text). */
   private readonly bodies = new LruMap<RequestBody>(64);
 
@@ -73,6 +75,15 @@ export class CapturedPrefixReuse {
 
   share(key: string, block: PrefixBlock): void {
     this.sharedBlocks.set(key, block);
+  }
+
+  /** One copy of a string records repeat (each parsed record has its own copy of every value). */
+  intern(value: string): string {
+    const known = this.strings.get(value);
+    if (known !== undefined) return known;
+    if (this.strings.size >= 4_096) this.strings.clear();
+    this.strings.set(value, value);
+    return value;
   }
 
   /** The stand-in body for a format and beta set, made once. */
@@ -179,12 +190,13 @@ export function prefixFromCapture(
     } else {
       while (end < blocks.length && blocks[end]?.level === level) end++;
     }
+    // Captures from before fold hashes were kept: the level's parameters stand in (same level, same params).
+    const foldHash = captured.folds?.[level] ?? `${level}:${JSON.stringify(captured.params?.[level] ?? {})}`;
     levels[level] = {
       start,
       end,
       params: captured.params?.[level] ?? {},
-      // Captures from before fold hashes were kept: the level's parameters stand in (same level, same params).
-      foldHash: captured.folds?.[level] ?? `${level}:${JSON.stringify(captured.params?.[level] ?? {})}`,
+      foldHash: reuse ? reuse.intern(foldHash) : foldHash,
     };
   }
   const makeBody = () =>
