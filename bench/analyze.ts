@@ -98,7 +98,8 @@ async function generateHashedSession(
   let tokens = 0;
   const push = (b: Omit<CapturedBlock, 'index' | 'hash' | 'at'>) => {
     key = h(`${key}|${b.role ?? ''}|${b.id}`);
-    blocks.push({ ...b, index: blocks.length, hash: key, at });
+    // Cumulative keys are 128 bits (32 hex characters) as the prefix model makes them, not a whole sha256.
+    blocks.push({ ...b, index: blocks.length, hash: key.slice(0, 32), at });
     at += b.size + 1;
     tokens += b.tokens;
   };

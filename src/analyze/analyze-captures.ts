@@ -14,7 +14,6 @@ import { MemoryConversationStore, type Relation } from '../conversation/conversa
 import { commitConversation, resolveConversation } from '../conversation/resolve-conversation.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
-import { messageEnds } from '../prefix/message-ends.js';
 import { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 import { CapturedPrefixReuse, prefixFromCapture } from './captured-prefix.js';
 import {
@@ -203,18 +202,25 @@ export async function analyzeRecords(
   options: AnalyzeOptions,
 ): Promise<AnalysisResult> {
   const window = options.window ?? 256;
+  // Kept in start order as records come (a stable insertion: equal starts keep their arrival order), the
+  // earliest analyzed once more than `window` wait: a sort of the whole window per record cost a copy of it.
   const pending: CaptureRecord[] = [];
   const analyzer = new Analyzer(options);
   let count = 0;
   for await (const r of records) {
     count++;
-    pending.push(r);
-    if (pending.length > window) {
-      pending.sort((a, b) => a.times.start - b.times.start);
-      analyzer.add(pending.shift() as CaptureRecord);
+    const start = r.times.start;
+    let lo = 0;
+    let hi = pending.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((pending[mid] as CaptureRecord).times.start <= start) lo = mid + 1;
+      else hi = mid;
     }
+    if (lo === pending.length) pending.push(r);
+    else pending.splice(lo, 0, r);
+    if (pending.length > window) analyzer.add(pending.shift() as CaptureRecord);
   }
-  pending.sort((a, b) => a.times.start - b.times.start);
   for (const r of pending) analyzer.add(r);
   return analyzer.result(count);
 }
@@ -278,14 +284,16 @@ export class Analyzer {
         : undefined);
     const start = r.times.start;
     const firstByte = r.times.firstByte ?? r.times.end ?? start;
-    const prefix = prefixFromCapture(this.withTtl(r.prefix), r.model, r.betas, this.reuse);
-    const model = r.model;
+    const captured = this.withTtl(r.prefix);
+    const model = r.model === undefined ? undefined : this.reuse.intern(r.model);
+    const prefix = prefixFromCapture(captured, model, r.betas, this.reuse);
     // Provider tokens per estimated token, over what the model saw (thinking an older model stripped is
     // not input: scaled against the prefix as sent, every figure would shrink by it).
     const scaleOver = (seen: Prefix) =>
       usage && usage.inputTotal > 0 ? usage.inputTotal / Math.max(1, seen.totalTokens) : 1;
     let scale = scaleOver(prefix);
-    const label = labelOf(r);
+    const labelled = labelOf(r);
+    const label = labelled === undefined ? undefined : this.reuse.intern(labelled);
     const turnOf = isTurn(r);
 
     // Which conversation: the one resolver, on the captured prefix (a chained Responses request's is the
@@ -295,7 +303,7 @@ export class Analyzer {
     const req = {
       id: r.id,
       time: start,
-      ends: messageEnds(prefix),
+      ends: this.reuse.messageEnds(captured.blocks, prefix),
       head: prefix.levels.messages.foldHash,
       ...(label !== undefined ? { label } : {}),
       ...(model !== undefined ? { model } : {}),

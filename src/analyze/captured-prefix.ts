@@ -4,6 +4,7 @@
 import type { CapturedBlock, CapturedPrefix } from '../capture/capture-record.js';
 import { LruMap } from '../core/lru-map.js';
 import type { Prefix, PrefixBlock, PrefixLevel } from '../prefix/build-prefix.js';
+import { extendMessageEnds, type MessageEnd, messageEnds } from '../prefix/message-ends.js';
 import { TranscriptChain } from '../prefix/transcript.js';
 import type { RequestBody, WireFormat } from '../wire/request-body.js';
 
@@ -21,25 +22,38 @@ function sharedKey(b: CapturedBlock, index: number, cumulative: number): string 
  * reader's objects (its delta base) reuses them: a record that adds one turn costs O(the new turn), and
  * blocks are held once however many records share them. Keyed by the first block; weakly held.
  */
+/** What a chain remembers of its latest record. */
+export interface CapturedChain {
+  captured: readonly CapturedBlock[];
+  blocks: PrefixBlock[];
+  states: Array<readonly number[]>;
+  /** Message ends of an earlier record of the chain, valid for its first `endsShared` blocks. */
+  ends: MessageEnd[] | undefined;
+  endsShared: number;
+}
+
 export class CapturedPrefixReuse {
-  private readonly chains = new WeakMap<
-    CapturedBlock,
-    { captured: readonly CapturedBlock[]; blocks: PrefixBlock[]; states: Array<readonly number[]> }
-  >();
+  private readonly chains = new WeakMap<CapturedBlock, CapturedChain>();
   /**
    * Tools and system blocks by everything they are made of: every conversation of one agent sends the same
    * tools, and their blocks are held once across records that share no objects (the live analysis).
    */
   private readonly sharedBlocks = new LruMap<PrefixBlock>(4_096);
+  /** Strings every record repeats (fold hashes, models, labels), held once however many records keep them. */
+  private readonly strings = new Map<string, string>();
+  /** The empty stand-in bodies, one per format and beta set (read-only: nothing reads request text). */
+  private readonly bodies = new LruMap<RequestBody>(64);
 
-  /** The blocks and transcript states a record can take over, and how many. */
+  /** The blocks and transcript states a record can take over, and how many (`shared`). */
   take(captured: readonly CapturedBlock[]): {
-    blocks: PrefixBlock[];
+    blocks: readonly PrefixBlock[];
     states: Array<readonly number[]>;
+    shared: number;
+    chain: CapturedChain | undefined;
   } {
     const first = captured[0];
     const prev = first ? this.chains.get(first) : undefined;
-    if (!prev) return { blocks: [], states: [] };
+    if (!prev) return { blocks: [], states: [], shared: 0, chain: undefined };
     // Shared objects form a prefix of both lists: binary search its end.
     let lo = 0;
     let hi = Math.min(prev.captured.length, captured.length);
@@ -51,7 +65,7 @@ export class CapturedPrefixReuse {
     // The states are only ever read here and the next keep replaces this entry: cut them in place rather
     // than copy them (the blocks are the prefix's own, and an earlier prefix still holds the old list).
     prev.states.length = lo;
-    return { blocks: prev.blocks.slice(0, lo), states: prev.states };
+    return { blocks: prev.blocks, states: prev.states, shared: lo, chain: prev };
   }
 
   /** A tools or system block built before for other records with the same key (see {@link sharedKey}). */
@@ -63,9 +77,51 @@ export class CapturedPrefixReuse {
     this.sharedBlocks.set(key, block);
   }
 
-  keep(captured: readonly CapturedBlock[], blocks: PrefixBlock[], states: Array<readonly number[]>): void {
+  /** One copy of a string records repeat (each parsed record has its own copy of every value). */
+  intern(value: string): string {
+    const known = this.strings.get(value);
+    if (known !== undefined) return known;
+    if (this.strings.size >= 4_096) this.strings.clear();
+    this.strings.set(value, value);
+    return value;
+  }
+
+  /** The stand-in body for a format and beta set, made once. */
+  body(format: string, betas: readonly string[], make: () => RequestBody): RequestBody {
+    const key = `${format}\n${betas.join('\n')}`;
+    let body = this.bodies.get(key);
+    if (!body) {
+      body = make();
+      this.bodies.set(key, body);
+    }
+    return body;
+  }
+
+  keep(
+    captured: readonly CapturedBlock[],
+    blocks: PrefixBlock[],
+    states: Array<readonly number[]>,
+    from: { chain: CapturedChain | undefined; shared: number },
+  ): void {
     const first = captured[0];
-    if (first) this.chains.set(first, { captured, blocks, states });
+    const ends = from.chain?.ends;
+    const endsShared = ends ? Math.min(from.chain?.endsShared ?? 0, from.shared) : 0;
+    if (first) this.chains.set(first, { captured, blocks, states, ends, endsShared });
+  }
+
+  /**
+   * The message ends of `prefix`, built by {@link prefixFromCapture} from `captured` with this reuse: the
+   * chain's earlier ends are kept where its blocks are shared, so a record that adds a turn costs O(the
+   * new turn). The array is the chain's own, overwritten by its next record: read it before that.
+   */
+  messageEnds(captured: readonly CapturedBlock[], prefix: Prefix): MessageEnd[] {
+    const first = captured[0];
+    const chain = first ? this.chains.get(first) : undefined;
+    if (!chain || chain.captured !== captured || chain.blocks !== prefix.blocks) return messageEnds(prefix);
+    const ends = extendMessageEnds(prefix, chain.ends ?? [], chain.ends ? chain.endsShared : 0);
+    chain.ends = ends;
+    chain.endsShared = prefix.blocks.length;
+    return ends;
   }
 }
 
@@ -76,10 +132,13 @@ export function prefixFromCapture(
   betas: readonly string[] = [],
   reuse?: CapturedPrefixReuse,
 ): Prefix {
-  const taken = reuse?.take(captured.blocks) ?? { blocks: [], states: [] };
-  const blocks = taken.blocks;
-  const states = taken.states;
-  const from = blocks.length;
+  const taken = reuse?.take(captured.blocks);
+  const states = taken?.states ?? [];
+  const from = taken?.shared ?? 0;
+  // One array of the final length (a slice then pushes left a half-empty tail on every record).
+  const blocks = new Array<PrefixBlock>(captured.blocks.length);
+  const before: readonly PrefixBlock[] = taken?.blocks ?? [];
+  for (let i = 0; i < from; i++) blocks[i] = before[i] as PrefixBlock;
   let cumulative = from ? (blocks[from - 1] as PrefixBlock).cumulativeTokens : 0;
   const transcript = new TranscriptChain();
   if (from) transcript.load(states[from - 1] as readonly number[]);
@@ -89,7 +148,7 @@ export function prefixFromCapture(
     const shareable = b.level !== 'messages' && reuse !== undefined;
     const key = shareable ? sharedKey(b, i, cumulative) : '';
     const known = shareable ? reuse.shared(key) : undefined;
-    if (known) blocks.push(known);
+    if (known) blocks[i] = known;
     else {
       // Every block gets every field, in one order: one object shape (a shape per block cost 25 MB of
       // hidden classes in the live analysis of 1,000 conversations).
@@ -112,11 +171,11 @@ export function prefixFromCapture(
         transcript: b.level === 'messages' ? transcript.next(b.role, b.id) : undefined,
       };
       if (shareable) reuse.share(key, block);
-      blocks.push(block);
+      blocks[i] = block;
     }
     states.push(transcript.save());
   }
-  reuse?.keep(captured.blocks, blocks, states);
+  reuse?.keep(captured.blocks, blocks, states, { chain: taken?.chain, shared: from });
   const levels = {} as Record<PrefixLevel, Prefix['levels'][PrefixLevel]>;
   for (const level of LEVELS) {
     let start = blocks.findIndex((b) => b.level === level);
@@ -131,23 +190,26 @@ export function prefixFromCapture(
     } else {
       while (end < blocks.length && blocks[end]?.level === level) end++;
     }
+    // Captures from before fold hashes were kept: the level's parameters stand in (same level, same params).
+    const foldHash = captured.folds?.[level] ?? `${level}:${JSON.stringify(captured.params?.[level] ?? {})}`;
     levels[level] = {
       start,
       end,
       params: captured.params?.[level] ?? {},
-      // Captures from before fold hashes were kept: the level's parameters stand in (same level, same params).
-      foldHash: captured.folds?.[level] ?? `${level}:${JSON.stringify(captured.params?.[level] ?? {})}`,
+      foldHash: reuse ? reuse.intern(foldHash) : foldHash,
     };
   }
-  const body = {
-    format: captured.format as WireFormat,
-    bytes: Buffer.alloc(0),
-    units: [],
-    fields: {},
-    fieldSpans: new Map(),
-    betas: [...betas],
-    value: () => ({}),
-  } as unknown as RequestBody;
+  const makeBody = () =>
+    ({
+      format: captured.format as WireFormat,
+      bytes: Buffer.alloc(0),
+      units: [],
+      fields: {},
+      fieldSpans: new Map(),
+      betas: [...betas],
+      value: () => ({}),
+    }) as unknown as RequestBody;
+  const body = reuse ? reuse.body(captured.format, betas, makeBody) : makeBody();
   const prefix: Prefix = {
     format: captured.format as WireFormat,
     model,

@@ -106,9 +106,12 @@ export async function* readCaptures(
                 `${file}:${n}: the prefix of ${value.id} refers to ${prefix.base.id}, which is not in this file; its blocks are incomplete`,
               );
             } else {
-              // One array per record (a slice and a spread made two, and 100,000 records' worth of garbage).
-              const blocks = prev.blocks.slice(0, prefix.base.shared);
-              for (const b of prefix.blocks) blocks.push(b);
+              // One array per record, of its final length (a slice and pushes left a half-empty tail).
+              const shared = Math.min(prefix.base.shared, prev.blocks.length);
+              const blocks = new Array<CapturedBlock>(shared + prefix.blocks.length);
+              for (let i = 0; i < shared; i++) blocks[i] = prev.blocks[i] as CapturedBlock;
+              for (let i = 0; i < prefix.blocks.length; i++)
+                blocks[shared + i] = prefix.blocks[i] as CapturedBlock;
               prefix.blocks = blocks;
               if (prefix.params?.tools?.['='] === 'base') prefix.params = prev.params;
               delete prefix.base;

@@ -5,6 +5,11 @@ export class LruMap<V> {
   private readonly map = new Map<string, V>();
   /** Expiry (ms since the epoch) of entries set with one. */
   private readonly expiry = new Map<string, number>();
+  /**
+   * The key written or read last: touching it again changes no order, so it is not moved (a move is a
+   * delete and an insert, and each leaves a hole that makes the Map copy its whole table once enough pile up).
+   */
+  private youngest: string | undefined;
   constructor(readonly max: number) {}
 
   get size(): number {
@@ -13,17 +18,19 @@ export class LruMap<V> {
 
   get(k: string): V | undefined {
     const v = this.map.get(k);
-    if (v !== undefined) {
+    if (v !== undefined && k !== this.youngest) {
       this.map.delete(k);
       this.map.set(k, v);
+      this.youngest = k;
     }
     return v;
   }
 
   /** Sets `k`, the youngest now; with `expiresAt`, {@link prune} drops it once that time has passed. */
   set(k: string, v: V, expiresAt?: number): void {
-    this.map.delete(k);
+    if (k !== this.youngest || !this.map.has(k)) this.map.delete(k);
     this.map.set(k, v);
+    this.youngest = k;
     if (expiresAt !== undefined) this.expiry.set(k, expiresAt);
     else this.expiry.delete(k);
     while (this.map.size > this.max) {
@@ -36,6 +43,7 @@ export class LruMap<V> {
   delete(k: string): void {
     this.map.delete(k);
     this.expiry.delete(k);
+    if (k === this.youngest) this.youngest = undefined;
   }
 
   /**

@@ -27,15 +27,16 @@ function hexWord(hex: string, at: number): number {
   return w;
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const HEX_CODES = Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
+/** Scratch for one key's 32 character codes (keys are made one at a time, synchronously). */
+const codes: number[] = new Array(32).fill(0x30);
 
-function wordHex(w: number): string {
-  return (
-    (HEX[(w >>> 24) & 0xff] as string) +
-    (HEX[(w >>> 16) & 0xff] as string) +
-    (HEX[(w >>> 8) & 0xff] as string) +
-    (HEX[w & 0xff] as string)
-  );
+function putWordHex(w: number, at: number): void {
+  let x = w;
+  for (let i = at + 7; i >= at; i--) {
+    codes[i] = HEX_CODES[x & 0xf] as number;
+    x >>>= 4;
+  }
 }
 
 /**
@@ -109,6 +110,11 @@ export class KeyChain {
     h2 = (h2 + h1) | 0;
     h3 = (h3 + h1) | 0;
     h4 = (h4 + h1) | 0;
-    return wordHex(h1) + wordHex(h2) + wordHex(h3) + wordHex(h4);
+    // One flat string (four concatenated pieces made a tree of seven strings, held as long as the key).
+    putWordHex(h1, 0);
+    putWordHex(h2, 8);
+    putWordHex(h3, 16);
+    putWordHex(h4, 24);
+    return String.fromCharCode.apply(null, codes);
   }
 }

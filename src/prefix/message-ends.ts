@@ -28,11 +28,25 @@ const INPUT_ROLES: ReadonlySet<string> = new Set(['user', 'system', 'developer']
  * which has no transcript). Empty when the request has no conversation messages.
  */
 export function messageEnds(prefix: Prefix): MessageEnd[] {
-  const out: MessageEnd[] = [];
+  return extendMessageEnds(prefix, [], 0);
+}
+
+/**
+ * {@link messageEnds} of `prefix`, given `ends`, the message ends of an earlier prefix whose first `shared`
+ * blocks are this one's (the same blocks): the ends it can keep (their block and the next one both shared)
+ * stay, the rest are found again. `ends` is cut and extended in place and returned, so a request that adds
+ * a turn costs O(the new turn): pass an array nobody else reads afterwards.
+ */
+export function extendMessageEnds(prefix: Prefix, ends: MessageEnd[], shared: number): MessageEnd[] {
+  const out = ends;
+  let kept = 0;
+  while (kept < out.length && (out[kept] as MessageEnd).block + 1 < shared) kept++;
+  out.length = kept;
   const { start, end } = prefix.levels.messages;
   const blocks = prefix.blocks;
-  let opening = true;
-  for (let i = start; i < end; i++) {
+  const last = out[kept - 1];
+  let opening = last ? last.opening : true;
+  for (let i = last ? last.block + 1 : start; i < end; i++) {
     const b = blocks[i];
     if (!b) continue;
     if (b.role === undefined || !INPUT_ROLES.has(b.role)) opening = false;

@@ -1,0 +1,64 @@
+// Captured prefixes rebuilt with reuse, as the reader hands them over (a record's first blocks are its delta
+// base's own objects): the blocks, levels and message ends equal those rebuilt from scratch, through
+// appends, an edit that rewinds the history, and a record of another conversation in between.
+import { describe, expect, it } from 'vitest';
+import { type CapturedPrefix, capturePrefix } from '../capture/capture-record.js';
+import { parsePrefix } from '../prefix/build-prefix.js';
+import { messageEnds } from '../prefix/message-ends.js';
+import { CapturedPrefixReuse, prefixFromCapture } from './captured-prefix.js';
+
+const request = (texts: string[]) =>
+  capturePrefix(
+    parsePrefix(
+      JSON.stringify({
+        model: 'claude-opus-5',
+        max_tokens: 1024,
+        system: 'You are careful.',
+        messages: texts.map((text, i) => ({ role: i % 2 ? 'assistant' : 'user', content: text })),
+      }),
+      { format: 'anthropic-messages' },
+    ),
+  );
+
+/** `next` with its first `shared` blocks replaced by `base`'s objects, as the capture reader does. */
+function onBase(base: CapturedPrefix, next: CapturedPrefix, shared: number): CapturedPrefix {
+  return { ...next, blocks: [...base.blocks.slice(0, shared), ...next.blocks.slice(shared)] };
+}
+
+describe('CapturedPrefixReuse', () => {
+  it('rebuilds every record of a chain exactly as without reuse, message ends included', () => {
+    const reuse = new CapturedPrefixReuse();
+    const histories = [
+      ['a'],
+      ['a', 'b', 'c'],
+      ['a', 'b', 'c', 'd', 'e'],
+      ['a', 'b', 'x'], // an edit of the third message: the history rewinds
+      ['a', 'b', 'x', 'y', 'z'],
+    ];
+    let previous: CapturedPrefix | undefined;
+    const stranger = request(['other', 'conversation']);
+    for (const h of histories) {
+      const fresh = request(h);
+      let captured = fresh;
+      if (previous) {
+        let shared = 0;
+        while (
+          shared < previous.blocks.length &&
+          shared < fresh.blocks.length &&
+          JSON.stringify(previous.blocks[shared]) === JSON.stringify(fresh.blocks[shared])
+        )
+          shared++;
+        captured = onBase(previous, fresh, shared);
+      }
+      const reused = prefixFromCapture(captured, 'claude-opus-5', [], reuse);
+      const alone = prefixFromCapture(fresh, 'claude-opus-5');
+      expect(reused.blocks).toEqual(alone.blocks);
+      expect(reused.levels).toEqual(alone.levels);
+      expect(reuse.messageEnds(captured.blocks, reused)).toEqual(messageEnds(alone));
+      // Another conversation in between shares nothing and changes nothing of this chain.
+      const other = prefixFromCapture(stranger, 'claude-opus-5', [], reuse);
+      expect(reuse.messageEnds(stranger.blocks, other)).toEqual(messageEnds(other));
+      previous = captured;
+    }
+  });
+});
