@@ -367,6 +367,10 @@ describe('PrefixBuilder kept bodies', () => {
     const tiny = new PrefixBuilder({ keep: { bytes: 1 } });
     for (const b of bodies) tiny.parse(b);
     expect(tiny.keptSize().bodies).toBe(2);
+    // A resent body replaces its twin.
+    const again = new PrefixBuilder();
+    for (let i = 0; i < 5; i++) again.parse(bytes(agentConversation({ turns: 2, seed: 0 })));
+    expect(again.keptSize()).toEqual({ bodies: 1, bytes: size });
     const defaults = new PrefixBuilder();
     for (let i = 0; i < 70; i++) defaults.parse(bytes(agentConversation({ turns: 1, seed: 1000 + i })));
     expect(defaults.keptSize().bodies).toBe(64);

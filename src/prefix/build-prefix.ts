@@ -520,8 +520,13 @@ export class PrefixBuilder {
     kept.built = built;
     const list = [kept];
     let bytes = body.bytes.length;
+    // A resent body (a retry, a client polling with the same prompt) replaces its twin rather than filling
+    // the kept list with copies.
+    const from = this.scannedFrom;
+    const twin =
+      from && from.bytes.length === body.bytes.length && from.bytes.equals(body.bytes) ? from : undefined;
     for (const p of this.previous) {
-      if (p.body === body) continue;
+      if (p.body === body || p.body === twin) continue;
       const next = bytes + p.body.bytes.length;
       // The newest two always stay (a client's body and its forwarded one); older ones within the bound.
       if (list.length >= 2 && (list.length >= this.keepBodies || next > this.keepBytes)) break;
@@ -540,7 +545,7 @@ export class PrefixBuilder {
 }
 
 /** Bytes compared at each probe of {@link probeShared}. */
-const PROBE_BYTES = 16;
+const PROBE_BYTES = 8;
 /** Where the probes sit, as fractions of the shorter body: denser towards its end, where a conversation's
  * previous request stops sharing bytes with its next one. */
 const PROBE_AT = [1 / 16, 1 / 8, 1 / 4, 1 / 2, 3 / 4, 7 / 8, 15 / 16, 31 / 32, 63 / 64, 1];
