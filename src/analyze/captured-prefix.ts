@@ -22,10 +22,11 @@ function sharedKey(b: CapturedBlock, index: number, cumulative: number): string 
  * blocks are held once however many records share them. Keyed by the first block; weakly held.
  */
 export class CapturedPrefixReuse {
-  private readonly chains = new WeakMap<
-    CapturedBlock,
-    { captured: readonly CapturedBlock[]; blocks: PrefixBlock[]; states: Array<readonly number[]> }
-  >();
+  /** Per first block, the latest chains that start with it, newest first (interleaved conversations that
+   * send the same tools share their first block: each keeps its own chain). */
+  private readonly chains = new WeakMap<CapturedBlock, Chain[]>();
+  /** The chain the last {@link take} took over, replaced by the next {@link keep}. */
+  private taken: { list: Chain[]; chain: Chain } | undefined;
   /**
    * Tools and system blocks by everything they are made of: every conversation of one agent sends the same
    * tools, and their blocks are held once across records that share no objects (the live analysis).
@@ -37,19 +38,27 @@ export class CapturedPrefixReuse {
     blocks: PrefixBlock[];
     states: Array<readonly number[]>;
   } {
+    this.taken = undefined;
     const first = captured[0];
-    const prev = first ? this.chains.get(first) : undefined;
-    if (!prev) return { blocks: [], states: [] };
-    // Shared objects form a prefix of both lists: binary search its end.
+    const list = first ? this.chains.get(first) : undefined;
+    if (!list) return { blocks: [], states: [] };
+    let prev: Chain | undefined;
     let lo = 0;
-    let hi = Math.min(prev.captured.length, captured.length);
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (prev.captured[mid - 1] === captured[mid - 1]) lo = mid;
-      else hi = mid - 1;
+    for (const c of list) {
+      const n = sharedObjects(c.captured, captured);
+      if (n > lo) {
+        lo = n;
+        prev = c;
+      }
     }
-    // The states are only ever read here and the next keep replaces this entry: cut them in place rather
-    // than copy them (the blocks are the prefix's own, and an earlier prefix still holds the old list).
+    if (!prev) return { blocks: [], states: [] };
+    // Only the tools and system shared: another conversation's chain, which stays as it is.
+    if (prev.captured[lo - 1]?.level !== 'messages')
+      return { blocks: prev.blocks.slice(0, lo), states: prev.states.slice(0, lo) };
+    this.taken = { list, chain: prev };
+    // The same conversation: the next keep replaces this chain. Its states are only ever read here: cut
+    // them in place rather than copy them (the blocks are the prefix's own, and an earlier prefix still
+    // holds the old list).
     prev.states.length = lo;
     return { blocks: prev.blocks.slice(0, lo), states: prev.states };
   }
@@ -64,9 +73,41 @@ export class CapturedPrefixReuse {
   }
 
   keep(captured: readonly CapturedBlock[], blocks: PrefixBlock[], states: Array<readonly number[]>): void {
+    const taken = this.taken;
+    this.taken = undefined;
     const first = captured[0];
-    if (first) this.chains.set(first, { captured, blocks, states });
+    if (!first) return;
+    let list = this.chains.get(first);
+    if (!list) {
+      list = [];
+      this.chains.set(first, list);
+    }
+    const at = taken?.list === list ? list.indexOf(taken.chain) : -1;
+    if (at >= 0) list.splice(at, 1);
+    list.unshift({ captured, blocks, states });
+    if (list.length > MAX_CHAINS) list.length = MAX_CHAINS;
   }
+}
+
+interface Chain {
+  captured: readonly CapturedBlock[];
+  blocks: PrefixBlock[];
+  states: Array<readonly number[]>;
+}
+
+/** Chains kept per first block: as many interleaved conversations as the proxy's prefix builder keeps. */
+const MAX_CHAINS = 64;
+
+/** How many leading blocks two lists share as the very same objects (they form a prefix: binary search). */
+function sharedObjects(a: readonly CapturedBlock[], b: readonly CapturedBlock[]): number {
+  let lo = 0;
+  let hi = Math.min(a.length, b.length);
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (a[mid - 1] === b[mid - 1]) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 /** A Prefix whose blocks come from a capture. `body` is empty: nothing here may read request text. */
