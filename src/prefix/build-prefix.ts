@@ -445,10 +445,11 @@ export class PrefixBuilder {
   }
 
   /**
-   * Reads every unit. A unit whose bytes equal a unit of one of the last two bodies (a memcmp, no hashing)
-   * reuses that result: a request that extends an earlier one only hashes its new blocks. The match is
-   * looked for where the previous match left off, so units shifted by an insertion (a fix's placeholder
-   * tool, an announcement) or by the proxy parsing the client's body and then the forwarded one still match.
+   * Reads every unit. A unit whose bytes equal a unit of the body the scan took over or of the two newest
+   * kept bodies (a memcmp, no hashing) reuses that result: a request that extends an earlier one only
+   * hashes its new blocks. The match is looked for where the previous match left off, so units shifted by
+   * an insertion (a fix's placeholder tool, an announcement) or by the proxy parsing the client's body and
+   * then the forwarded one still match.
    */
   private readUnits(body: RequestBody): { infos: UnitInfo[]; base: PreviousBody | undefined } {
     // The body the scan took over first, then the two newest others (a client's body and its forwarded
