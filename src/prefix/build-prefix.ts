@@ -238,7 +238,7 @@ export function paramField(format: WireFormat, name: string): string | undefined
 export interface PrefixBuilderOptions extends UnitReaderOptions {
   /**
    * Bodies kept to extend from: at most `bodies` of them holding at most `bytes` of body bytes (the newest
-   * two are always kept). Defaults: 64 bodies, 64 MB.
+   * two are always kept). Defaults: 64 bodies, 32 MB (about three times that in memory, with their scans).
    */
   keep?: { bodies?: number; bytes?: number };
 }
@@ -246,7 +246,7 @@ export interface PrefixBuilderOptions extends UnitReaderOptions {
 /** Default bound on the bodies a builder keeps to extend from: enough for 32 interleaved conversations
  * each with its client and forwarded body. */
 export const KEPT_BODIES = 64;
-export const KEPT_BYTES = 64 * 1024 * 1024;
+export const KEPT_BYTES = 32 * 1024 * 1024;
 
 /**
  * Builds prefixes. Keep one per process (or per analysis) so block identities are remembered across
