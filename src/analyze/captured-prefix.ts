@@ -33,7 +33,11 @@ export interface CapturedChain {
 }
 
 export class CapturedPrefixReuse {
-  private readonly chains = new WeakMap<CapturedBlock, CapturedChain>();
+  /** Per first block, the latest chains that start with it, newest first (interleaved conversations that
+   * send the same tools share their first block: each keeps its own chain). */
+  private readonly chains = new WeakMap<CapturedBlock, CapturedChain[]>();
+  /** The chain the last {@link take} took over, replaced by the next {@link keep}. */
+  private taken: { list: CapturedChain[]; chain: CapturedChain } | undefined;
   /**
    * Tools and system blocks by everything they are made of: every conversation of one agent sends the same
    * tools, and their blocks are held once across records that share no objects (the live analysis).
@@ -51,19 +55,26 @@ export class CapturedPrefixReuse {
     shared: number;
     chain: CapturedChain | undefined;
   } {
+    this.taken = undefined;
     const first = captured[0];
-    const prev = first ? this.chains.get(first) : undefined;
-    if (!prev) return { blocks: [], states: [], shared: 0, chain: undefined };
-    // Shared objects form a prefix of both lists: binary search its end.
+    const list = first ? this.chains.get(first) : undefined;
+    let prev: CapturedChain | undefined;
     let lo = 0;
-    let hi = Math.min(prev.captured.length, captured.length);
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (prev.captured[mid - 1] === captured[mid - 1]) lo = mid;
-      else hi = mid - 1;
+    for (const c of list ?? []) {
+      const n = sharedObjects(c.captured, captured);
+      if (n > lo) {
+        lo = n;
+        prev = c;
+      }
     }
-    // The states are only ever read here and the next keep replaces this entry: cut them in place rather
-    // than copy them (the blocks are the prefix's own, and an earlier prefix still holds the old list).
+    if (!list || !prev) return { blocks: [], states: [], shared: 0, chain: undefined };
+    // Only the tools and system shared: another conversation's chain, which stays as it is.
+    if (prev.captured[lo - 1]?.level !== 'messages')
+      return { blocks: prev.blocks, states: prev.states.slice(0, lo), shared: lo, chain: undefined };
+    this.taken = { list, chain: prev };
+    // The same conversation: the next keep replaces this chain. Its states are only ever read here: cut
+    // them in place rather than copy them (the blocks are the prefix's own, and an earlier prefix still
+    // holds the old list).
     prev.states.length = lo;
     return { blocks: prev.blocks, states: prev.states, shared: lo, chain: prev };
   }
@@ -103,10 +114,21 @@ export class CapturedPrefixReuse {
     states: Array<readonly number[]>,
     from: { chain: CapturedChain | undefined; shared: number },
   ): void {
+    const taken = this.taken;
+    this.taken = undefined;
     const first = captured[0];
+    if (!first) return;
     const ends = from.chain?.ends;
     const endsShared = ends ? Math.min(from.chain?.endsShared ?? 0, from.shared) : 0;
-    if (first) this.chains.set(first, { captured, blocks, states, ends, endsShared });
+    let list = this.chains.get(first);
+    if (!list) {
+      list = [];
+      this.chains.set(first, list);
+    }
+    const at = taken?.list === list ? list.indexOf(taken.chain) : -1;
+    if (at >= 0) list.splice(at, 1);
+    list.unshift({ captured, blocks, states, ends, endsShared });
+    if (list.length > MAX_CHAINS) list.length = MAX_CHAINS;
   }
 
   /**
@@ -116,7 +138,8 @@ export class CapturedPrefixReuse {
    */
   messageEnds(captured: readonly CapturedBlock[], prefix: Prefix): MessageEnd[] {
     const first = captured[0];
-    const chain = first ? this.chains.get(first) : undefined;
+    // The chain its keep just put first.
+    const chain = first ? this.chains.get(first)?.[0] : undefined;
     if (!chain || chain.captured !== captured || chain.blocks !== prefix.blocks) return messageEnds(prefix);
     const ends = extendMessageEnds(prefix, chain.ends ?? [], chain.ends ? chain.endsShared : 0);
     chain.ends = ends;
@@ -221,4 +244,19 @@ export function prefixFromCapture(
   };
   if (captured.auto) prefix.autoCacheControl = captured.auto;
   return prefix;
+}
+
+/** Chains kept per first block: as many interleaved conversations as the proxy's prefix builder keeps. */
+const MAX_CHAINS = 64;
+
+/** How many leading blocks two lists share as the very same objects (they form a prefix: binary search). */
+function sharedObjects(a: readonly CapturedBlock[], b: readonly CapturedBlock[]): number {
+  let lo = 0;
+  let hi = Math.min(a.length, b.length);
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (a[mid - 1] === b[mid - 1]) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }

@@ -117,6 +117,8 @@ function compactParam(v: unknown): unknown {
 /** The prefix as the capture keeps it (no text in any mode: the full body carries the text). */
 /** The last prefixes captured (their blocks, and the captured blocks made from them), newest first. */
 const recentCaptures: Array<{ blocks: readonly PrefixBlock[]; captured: CapturedBlock[] }> = [];
+/** As many as the prefix builder keeps bodies to extend from (KEPT_BODIES): one per interleaved conversation. */
+const RECENT_CAPTURES = 64;
 
 /**
  * The captured blocks of `blocks`. The leading blocks the prefix model handed over from a recent request
@@ -141,7 +143,7 @@ function capturedBlocks(blocks: readonly PrefixBlock[], capture: (b: PrefixBlock
   if (at >= 0 && shared === (from as { blocks: readonly PrefixBlock[] }).blocks.length)
     recentCaptures.splice(at, 1);
   recentCaptures.unshift({ blocks, captured });
-  if (recentCaptures.length > 32) recentCaptures.length = 32;
+  if (recentCaptures.length > RECENT_CAPTURES) recentCaptures.length = RECENT_CAPTURES;
   return captured;
 }
 

@@ -10,6 +10,8 @@ export class LruMap<V> {
    * delete and an insert, and each leaves a hole that makes the Map copy its whole table once enough pile up).
    */
   private youngest: string | undefined;
+  /** No entry expires before this (a lower bound): {@link prune} before it has nothing to look at. */
+  private earliest = Number.POSITIVE_INFINITY;
   constructor(readonly max: number) {}
 
   get size(): number {
@@ -31,8 +33,10 @@ export class LruMap<V> {
     if (k !== this.youngest || !this.map.has(k)) this.map.delete(k);
     this.map.set(k, v);
     this.youngest = k;
-    if (expiresAt !== undefined) this.expiry.set(k, expiresAt);
-    else this.expiry.delete(k);
+    if (expiresAt !== undefined) {
+      this.expiry.set(k, expiresAt);
+      if (expiresAt < this.earliest) this.earliest = expiresAt;
+    } else this.expiry.delete(k);
     while (this.map.size > this.max) {
       const oldest = this.map.keys().next().value;
       if (oldest === undefined) break;
@@ -51,14 +55,26 @@ export class LruMap<V> {
    * lifetimes may sit among them); returns how many went. Called on each write, it costs O(1) amortized.
    */
   prune(now: number, patience = 32): number {
+    // Nothing can have expired yet: no walk (on a busy proxy, that is almost every call).
+    if (now < this.earliest) return 0;
     let dropped = 0;
     let live = 0;
+    let whole = true;
+    let next = Number.POSITIVE_INFINITY;
     const gone: string[] = [];
     for (const k of this.map.keys()) {
       const exp = this.expiry.get(k);
       if (exp !== undefined && exp <= now) gone.push(k);
-      else if (++live > patience) break;
+      else {
+        if (exp !== undefined && exp < next) next = exp;
+        if (++live > patience) {
+          whole = false;
+          break;
+        }
+      }
     }
+    // Having seen every entry, the bound is exact again; otherwise it stays (a bound still).
+    if (whole) this.earliest = next;
     for (const k of gone) {
       this.delete(k);
       dropped++;

@@ -240,7 +240,8 @@ describe('PrefixBuilder memo', () => {
     const a = json(agentConversation({ turns: 3 }));
     builder.parse(a);
     builder.parse(json(agentConversation({ turns: 3, seed: 7 })));
-    // A third body, so `a` is no longer one of the two the builder extends from.
+    // A third body, so `a` (a string: not ranked against the kept bodies) is not one of the two newest
+    // the builder searches.
     builder.parse(json(agentConversation({ turns: 3, seed: 8 })));
     const before = builder.units.stats.computed;
     builder.parse(a);
@@ -305,5 +306,75 @@ describe('PrefixBuilder extend path', () => {
     // All but the last block of `a` (its marker moved) are the same objects.
     const kept = pb.blocks.filter((b, i) => b === pa.blocks[i]).length;
     expect(kept).toBe(pa.blocks.length - 1);
+  });
+});
+
+describe('PrefixBuilder kept bodies', () => {
+  const bytes = (v: unknown) => Buffer.from(json(v));
+
+  it('extends each of many interleaved conversations from its own previous body', () => {
+    const builder = new PrefixBuilder();
+    const convs = Array.from({ length: 24 }, (_, i) => agentConversation({ turns: 4, seed: 100 + i }));
+    const last = convs.map((c) => builder.parse(bytes(c)));
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < convs.length; i++) {
+        const next = appendUserTurn(convs[i] as (typeof convs)[number], `round ${round} of ${i}`);
+        convs[i] = next;
+        const before = { ...builder.units.stats };
+        const got = builder.parse(bytes(next));
+        // Only the new turn and the block that lost its marker are read (hashed); every other unit is
+        // reused by a byte compare, and the leading blocks are the previous prefix's very objects.
+        const read = (x: typeof before) => x.computed + x.remembered;
+        expect(read(builder.units.stats) - read(before)).toBeLessThanOrEqual(3);
+        expect(builder.units.stats.reused - before.reused).toBeGreaterThanOrEqual(got.blocks.length - 3);
+        const prev = last[i] as (typeof last)[number];
+        expect(got.blocks.filter((b, k) => b === prev.blocks[k]).length).toBe(prev.blocks.length - 1);
+        expect(got.blocks).toEqual(new PrefixBuilder().parse(bytes(next)).blocks);
+        last[i] = got;
+      }
+    }
+  });
+
+  it('does not take another conversation with the same tools and system for this one', () => {
+    const builder = new PrefixBuilder();
+    const base = agentConversation({ turns: 6, seed: 1 });
+    const other = { ...base, messages: (agentConversation({ turns: 6, seed: 2 }) as typeof base).messages };
+    const pa = builder.parse(bytes(base));
+    const pb = builder.parse(bytes(other));
+    // The other conversation shares the leading blocks (tools, system) and nothing after them.
+    const lead = pa.blocks.filter((b) => b.level !== 'messages').length;
+    expect(pb.blocks.slice(0, lead).every((b, k) => b.hash === pa.blocks[k]?.hash)).toBe(true);
+    expect(pb.blocks[lead]?.hash).not.toBe(pa.blocks[lead]?.hash);
+    // Its next request, with the other one parsed last, extends from its own body.
+    const next = appendUserTurn(base, 'next');
+    const got = builder.parse(bytes(next));
+    expect(got.blocks.filter((b, k) => b === pa.blocks[k]).length).toBe(pa.blocks.length - 1);
+    expect(got.blocks).toEqual(new PrefixBuilder().parse(bytes(next)).blocks);
+    const fresh = { ...base, messages: (agentConversation({ turns: 3, seed: 3 }) as typeof base).messages };
+    expect(builder.parse(bytes(fresh)).blocks).toEqual(new PrefixBuilder().parse(bytes(fresh)).blocks);
+  });
+
+  it('keeps at most its bound of bodies and bytes, and always the newest two', () => {
+    const bodies = Array.from({ length: 12 }, (_, i) => bytes(agentConversation({ turns: 2, seed: i })));
+    const size = bodies[0]?.length ?? 0;
+    const byCount = new PrefixBuilder({ keep: { bodies: 5 } });
+    for (const b of bodies) byCount.parse(b);
+    expect(byCount.keptSize().bodies).toBe(5);
+    const byBytes = new PrefixBuilder({ keep: { bytes: size * 3.5 } });
+    for (const b of bodies) byBytes.parse(b);
+    expect(byBytes.keptSize().bodies).toBe(3);
+    expect(byBytes.keptSize().bytes).toBeLessThanOrEqual(size * 3.5);
+    const tiny = new PrefixBuilder({ keep: { bytes: 1 } });
+    for (const b of bodies) tiny.parse(b);
+    expect(tiny.keptSize().bodies).toBe(2);
+    // A resent body replaces its twin.
+    const again = new PrefixBuilder();
+    for (let i = 0; i < 5; i++) again.parse(bytes(agentConversation({ turns: 2, seed: 0 })));
+    expect(again.keptSize()).toEqual({ bodies: 1, bytes: size });
+    const defaults = new PrefixBuilder();
+    for (let i = 0; i < 70; i++) defaults.parse(bytes(agentConversation({ turns: 1, seed: 1000 + i })));
+    expect(defaults.keptSize().bodies).toBe(64);
+    defaults.forget();
+    expect(defaults.keptSize()).toEqual({ bodies: 0, bytes: 0 });
   });
 });

@@ -234,8 +234,19 @@ export function paramField(format: WireFormat, name: string): string | undefined
   return paramRules(format).find((r) => r.name === name)?.field;
 }
 
-/** Options for {@link PrefixBuilder}: the token estimator and memo size. */
-export type PrefixBuilderOptions = UnitReaderOptions;
+/** Options for {@link PrefixBuilder}: the token estimator, memo size, and how many bodies it keeps. */
+export interface PrefixBuilderOptions extends UnitReaderOptions {
+  /**
+   * Bodies kept to extend from: at most `bodies` of them holding at most `bytes` of body bytes (the newest
+   * two are always kept). Defaults: 64 bodies, 32 MB (about three times that in memory, with their scans).
+   */
+  keep?: { bodies?: number; bytes?: number };
+}
+
+/** Default bound on the bodies a builder keeps to extend from: enough for 32 interleaved conversations
+ * each with its client and forwarded body. */
+export const KEPT_BODIES = 64;
+export const KEPT_BYTES = 32 * 1024 * 1024;
 
 /**
  * Builds prefixes. Keep one per process (or per analysis) so block identities are remembered across
@@ -243,33 +254,40 @@ export type PrefixBuilderOptions = UnitReaderOptions;
  */
 export class PrefixBuilder {
   readonly units: UnitReader;
-  /** The last two bodies built (a client's and its forwarded one): units with unchanged bytes reuse their results. */
+  /**
+   * The bodies built most recently, newest first, within the keep bound: a new body extends from the one
+   * it shares the most leading bytes with (its conversation's previous request, even with many other
+   * conversations in between), and units with unchanged bytes reuse their results.
+   */
   private previous: PreviousBody[] = [];
+  private keptBytes = 0;
+  private readonly keepBodies: number;
+  private readonly keepBytes: number;
   /** The body the one being built was scanned from (its units are matched first: same nodes, no compare). */
   private scannedFrom: RequestBody | undefined;
 
   constructor(options: PrefixBuilderOptions = {}) {
     this.units = new UnitReader(options);
+    this.keepBodies = Math.max(2, options.keep?.bodies ?? KEPT_BODIES);
+    this.keepBytes = Math.max(0, options.keep?.bytes ?? KEPT_BYTES);
   }
 
   /** Parses a body and builds its prefix. */
   parse(input: Uint8Array | string, options: ParseRequestOptions = {}): Prefix {
     // The scan takes over the nodes of the kept body that shares the most leading bytes with this one.
     let previous = options.previous;
-    let best = -1;
+    let shared: number | undefined;
     if (!previous && typeof input !== 'string' && this.previous.length) {
-      for (const p of this.previous) {
-        const n = sharedByteCount(input, p.body.bytes);
-        if (n > best) {
-          best = n;
-          previous = p.body;
-        }
-      }
+      const found = this.closest(input);
+      previous = found?.body;
+      shared = found?.shared;
     }
     // The shared bytes just counted are handed on (the scan and the UTF-8 check skip them).
     const body = parseRequestBody(
       input,
-      previous ? { ...options, previous, ...(best >= 0 ? { previousSharedBytes: best } : {}) } : options,
+      previous
+        ? { ...options, previous, ...(shared !== undefined ? { previousSharedBytes: shared } : {}) }
+        : options,
     );
     this.scannedFrom = previous;
     try {
@@ -277,6 +295,40 @@ export class PrefixBuilder {
     } finally {
       this.scannedFrom = undefined;
     }
+  }
+
+  /** How many bodies are kept to extend from, and their bytes. */
+  keptSize(): { bodies: number; bytes: number } {
+    return { bodies: this.previous.length, bytes: this.keptBytes };
+  }
+
+  /**
+   * The kept body that shares the most leading bytes with `input`: every kept body is ranked by a few
+   * probes (O(1) each), and only the best two are compared byte by byte. A hint only: the scan and the
+   * unit reuse verify every byte they take over.
+   */
+  private closest(input: Uint8Array): { body: RequestBody; shared: number } | undefined {
+    let first: PreviousBody | undefined;
+    let second: PreviousBody | undefined;
+    let s1 = -1;
+    let s2 = -1;
+    for (const p of this.previous) {
+      const s = probeShared(input, p.body.bytes);
+      if (s > s1) {
+        second = first;
+        s2 = s1;
+        first = p;
+        s1 = s;
+      } else if (s > s2) {
+        second = p;
+        s2 = s;
+      }
+    }
+    if (!first) return undefined;
+    const n1 = sharedByteCount(input, first.body.bytes);
+    if (!second) return { body: first.body, shared: n1 };
+    const n2 = sharedByteCount(input, second.body.bytes);
+    return n2 > n1 ? { body: second.body, shared: n2 } : { body: first.body, shared: n1 };
   }
 
   /** Builds the prefix of an already parsed body. */
@@ -404,15 +456,25 @@ export class PrefixBuilder {
   }
 
   /**
-   * Reads every unit. A unit whose bytes equal a unit of one of the last two bodies (a memcmp, no hashing)
-   * reuses that result: a request that extends an earlier one only hashes its new blocks. The match is
-   * looked for where the previous match left off, so units shifted by an insertion (a fix's placeholder
-   * tool, an announcement) or by the proxy parsing the client's body and then the forwarded one still match.
+   * Reads every unit. A unit whose bytes equal a unit of the body the scan took over or of the two newest
+   * kept bodies (a memcmp, no hashing) reuses that result: a request that extends an earlier one only
+   * hashes its new blocks. The match is looked for where the previous match left off, so units shifted by
+   * an insertion (a fix's placeholder tool, an announcement) or by the proxy parsing the client's body and
+   * then the forwarded one still match.
    */
   private readUnits(body: RequestBody): { infos: UnitInfo[]; base: PreviousBody | undefined } {
-    const prevs = this.previous
-      .filter((p) => p.body.format === body.format && p.built)
-      .sort((a, b) => Number(b.body === this.scannedFrom) - Number(a.body === this.scannedFrom));
+    // The body the scan took over first, then the two newest others (a client's body and its forwarded
+    // one sit next to each other).
+    const prevs: PreviousBody[] = [];
+    const usable = (p: PreviousBody) => p.body.format === body.format && p.built !== undefined;
+    const chosen = this.previous.find((p) => p.body === this.scannedFrom);
+    if (chosen && usable(chosen)) prevs.push(chosen);
+    for (let k = 0, others = 0; k < this.previous.length && others < 2; k++) {
+      const p = this.previous[k] as PreviousBody;
+      if (p === chosen || p.body === body || !usable(p)) continue;
+      prevs.push(p);
+      others++;
+    }
     const infos: UnitInfo[] = new Array(body.units.length);
     const deltas = prevs.map(() => 0);
     // How many leading units each previous body shares at the same index.
@@ -468,13 +530,52 @@ export class PrefixBuilder {
   private keep(body: RequestBody, infos: UnitInfo[], built: BuiltBlocks): void {
     const kept = new PreviousBody(body, infos);
     kept.built = built;
-    this.previous = [kept, ...this.previous.filter((p) => p.body !== body)].slice(0, 2);
+    const list = [kept];
+    let bytes = body.bytes.length;
+    // A resent body (a retry, a client polling with the same prompt) replaces its twin rather than filling
+    // the kept list with copies.
+    const from = this.scannedFrom;
+    const twin =
+      from && from.bytes.length === body.bytes.length && from.bytes.equals(body.bytes) ? from : undefined;
+    for (const p of this.previous) {
+      if (p.body === body || p.body === twin) continue;
+      const next = bytes + p.body.bytes.length;
+      // The newest two always stay (a client's body and its forwarded one); older ones within the bound.
+      if (list.length >= 2 && (list.length >= this.keepBodies || next > this.keepBytes)) break;
+      list.push(p);
+      bytes = next;
+    }
+    this.previous = list;
+    this.keptBytes = bytes;
   }
 
   /** Forgets the bodies kept to extend from (their bytes are released). */
   forget(): void {
     this.previous = [];
+    this.keptBytes = 0;
   }
+}
+
+/** Bytes compared at each probe of {@link probeShared}. */
+const PROBE_BYTES = 8;
+/** Where the probes sit, as fractions of the shorter body: denser towards its end, where a conversation's
+ * previous request stops sharing bytes with its next one. */
+const PROBE_AT = [1 / 16, 1 / 8, 1 / 4, 1 / 2, 3 / 4, 7 / 8, 15 / 16, 31 / 32, 63 / 64, 1];
+
+/**
+ * A cheap estimate of how many leading bytes `a` and `b` share: the end of the last of the probe windows
+ * (at fixed fractions of the shorter length) that all match from the first on. O(1): a ranking, not a count.
+ */
+function probeShared(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  if (n <= PROBE_BYTES * PROBE_AT.length) return sharedByteCount(a, b);
+  let score = 0;
+  for (const f of PROBE_AT) {
+    const end = Math.max(PROBE_BYTES, Math.floor(n * f));
+    for (let i = end - PROBE_BYTES; i < end; i++) if (a[i] !== b[i]) return score;
+    score = end;
+  }
+  return score;
 }
 
 /** Units in a row that no kept body has, after which the kept bodies are not searched for this body. */

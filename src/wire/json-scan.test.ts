@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { JsonDepthError, JsonSyntaxError } from '../core/errors.js';
 import { locateJsonError } from './json-locate.js';
-import { byteToPosition, MAX_JSON_DEPTH, parseSpan, scanJson } from './json-scan.js';
+import { byteToPosition, MAX_JSON_DEPTH, parseSpan, scanJson, sharedByteCount } from './json-scan.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -120,5 +120,21 @@ describe('byteToPosition', () => {
     expect(byteToPosition(bytes, 0)).toEqual({ offset: 0, line: 1, column: 1 });
     expect(byteToPosition(bytes, 6)).toEqual({ offset: 6, line: 2, column: 3 });
     expect(byteToPosition(bytes, 7)).toEqual({ offset: 7, line: 3, column: 1 });
+  });
+});
+
+describe('sharedByteCount', () => {
+  it('finds the first differing byte wherever it is, and the shorter length when one is a prefix', () => {
+    const a = Buffer.from(Array.from({ length: 5000 }, (_, i) => (i * 7) & 255));
+    for (const at of [0, 1, 63, 64, 65, 127, 2500, 4095, 4999]) {
+      const b = Buffer.from(a);
+      b[at] = (b[at] as number) ^ 1;
+      expect(sharedByteCount(a, b)).toBe(at);
+      expect(sharedByteCount(b, a)).toBe(at);
+    }
+    expect(sharedByteCount(a, a.subarray(0, 3000))).toBe(3000);
+    expect(sharedByteCount(a, Buffer.from(a))).toBe(5000);
+    expect(sharedByteCount(a.subarray(10), a.subarray(10, 20))).toBe(10);
+    expect(sharedByteCount(new Uint8Array(0), a)).toBe(0);
   });
 });

@@ -96,22 +96,23 @@ export interface PreviousScan {
   sameBytes: number;
 }
 
-/** How many leading bytes `a` and `b` share (native compares, 64 KB at a time). */
+/** How many leading bytes `a` and `b` share (native compares only: O(log n) calls). */
 export function sharedByteCount(a: Uint8Array, b: Uint8Array): number {
   const x = Buffer.from(a.buffer, a.byteOffset, a.byteLength);
   const y = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   const n = Math.min(x.length, y.length);
-  const CHUNK = 65_536;
-  let at = 0;
-  while (at < n) {
-    const end = Math.min(n, at + CHUNK);
-    if (x.compare(y, at, end, at, end) !== 0) {
-      while (at < end && x[at] === y[at]) at++;
-      return at;
-    }
-    at = end;
+  if (x.compare(y, 0, n, 0, n) === 0) return n;
+  // Halves the range holding the first difference with native compares (each stops at its first
+  // difference), then walks the last few bytes: O(log n) calls, never a byte-by-byte walk of the body.
+  let lo = 0;
+  let hi = n;
+  while (hi - lo > 64) {
+    const mid = (lo + hi) >>> 1;
+    if (x.compare(y, lo, mid, lo, mid) === 0) lo = mid;
+    else hi = mid;
   }
-  return n;
+  while (lo < hi && x[lo] === y[lo]) lo++;
+  return lo;
 }
 
 class Scanner {
