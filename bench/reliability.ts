@@ -1,6 +1,8 @@
 // Benchmark: what a hostile or unlucky day does to the proxy and the CAS store, as real processes on loopback:
 // bytes compared end to end, upstream faults, kill -9 and SIGTERM runs, memory bounds, a 30 s kill -9 storm.
 // Run: npm run bench:reliability   (builds first; about 90 s). Reuses the test suite's process helpers.
+// `npm run bench:reliability -- loop` runs only the large-body event-loop part (CACHEWARD_BASE_BIN: a second
+// build run in the same run, for a before/after).
 
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -14,7 +16,7 @@ import { runStorm } from '../test/guard/cas-storm.js';
 import { startCliProxy } from '../test/proxy/cli-proxy.js';
 import { postHead, RawConnection } from '../test/proxy/raw-http.js';
 import { messagesBody } from '../test/sim/helpers.js';
-import { machineLine, startCli } from './support.js';
+import { loopProbeArgs, machineLine, readLoopProbe, startCli } from './support.js';
 
 const KEY = 'bench-key';
 const HEADERS = { 'content-type': 'application/json', 'x-api-key': KEY, 'anthropic-version': '2023-06-01' };
@@ -432,6 +434,145 @@ async function memory(simUrl: string): Promise<void> {
   );
 }
 
+/** A huge agent-shaped request: tools, a system prompt and `n` short messages (about 86 bytes each). */
+function hugeBody(n: number, extra: Array<Record<string, unknown>> = []): Record<string, unknown> {
+  const words = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel'];
+  const messages: Array<Record<string, unknown>> = [];
+  for (let i = 0; i < n; i++)
+    messages.push({
+      role: i % 2 ? 'assistant' : 'user',
+      content: [
+        { type: 'text', text: `[${i}] ${words[i % 8]} ${words[(i * 3) % 8]} ${words[(i * 5) % 8]} turn` },
+      ],
+    });
+  messages.push(...extra);
+  const tools = ['Read', 'Write', 'Bash'].map((name) => ({
+    name,
+    description: `The ${name} tool.`,
+    input_schema: { type: 'object', properties: { arg: { type: 'string' } } },
+  }));
+  return { model: 'claude-opus-5', max_tokens: 64, system: 'You are a coding agent.', tools, messages };
+}
+
+/**
+ * A 100,000-message request (two turns) through the built proxy while another client streams through it:
+ * the proxy's longest event-loop hold (bench/loop-probe.mjs), the other client's longest gap between
+ * chunks, and the proxy's own longest after-response step, with and without fixes.
+ */
+async function loop(): Promise<void> {
+  const N = Number(process.env.CACHEWARD_BENCH_LOOP_MESSAGES ?? 100_000);
+  // The upstream: a big request gets a short JSON answer; the other client's request a stream of one
+  // small event every 5 ms until it has run `x-bench-ms`.
+  const upstream = createServer(async (req, res) => {
+    const body = await readBody(req);
+    const ms = Number(req.headers['x-bench-ms'] ?? 0);
+    if (ms) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const t0 = performance.now();
+      const tick = setInterval(() => {
+        res.write(`event: ping\ndata: {"type":"ping","at":${(performance.now() - t0).toFixed(0)}}\n\n`);
+        if (performance.now() - t0 > ms) {
+          clearInterval(tick);
+          res.end();
+        }
+      }, 5);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        id: `msg_${sha(body).slice(0, 12)}`,
+        type: 'message',
+        role: 'assistant',
+        model: 'claude-opus-5',
+        content: [{ type: 'text', text: 'done' }],
+        stop_reason: 'end_turn',
+        usage: { input_tokens: 10, output_tokens: 1 },
+      }),
+    );
+  });
+  const url = await listen(upstream);
+  const builds: Array<[string, string | undefined]> = [['this build', undefined]];
+  if (process.env.CACHEWARD_BASE_BIN) builds.push(['base build', process.env.CACHEWARD_BASE_BIN]);
+  console.log(
+    `\nevent loop: a ${N.toLocaleString('en-US')}-message request, then the next turn (+2 messages), while another client streams (an event every 5 ms):`,
+  );
+  for (const fix of [undefined, 'tools-freeze,pin-reminders'])
+    for (const [label, bin] of builds) {
+      const probe = join(tmp('loop'), 'probe.json');
+      const args = ['proxy', '--port', '0', '--upstream', url, '--dir', join(tmp('loop'), 'c')];
+      if (fix) args.push('--fix', fix);
+      const p = await startCli(args, { ...loopProbeArgs(probe), ...(bin ? { bin } : {}) });
+      const headers = { ...HEADERS, 'x-cacheward-session': 'huge' };
+      const turns: string[] = [];
+      let extra: Array<Record<string, unknown>> = [];
+      for (let turn = 1; turn <= 2; turn++) {
+        const body = JSON.stringify(hugeBody(N, extra));
+        // The other client's stream: the longest gap between two chunks it received.
+        let stall = 0;
+        let done = false;
+        const streaming = (async () => {
+          const res = await request(`${p.url}/v1/messages`, {
+            method: 'POST',
+            headers: { ...HEADERS, 'x-bench-ms': '20000', 'x-cacheward-session': 'other' },
+            body: JSON.stringify({
+              model: 'claude-opus-5',
+              max_tokens: 8,
+              stream: true,
+              messages: [{ role: 'user', content: 'hi' }],
+            }),
+          });
+          let last = performance.now();
+          for await (const _ of res.body) {
+            const now = performance.now();
+            stall = Math.max(stall, now - last);
+            last = now;
+            if (done) break;
+          }
+          res.body.destroy();
+        })();
+        await new Promise((r) => setTimeout(r, 300));
+        await readLoopProbe(p.child, probe);
+        stall = 0;
+        const t0 = performance.now();
+        const res = await request(`${p.url}/v1/messages`, { method: 'POST', headers, body });
+        await res.body.arrayBuffer();
+        const took = performance.now() - t0;
+        // Until the after-response work is done: no step pending, then a little more.
+        for (let i = 0; i < 600; i++) {
+          const m = await (await fetch(`${p.url}/_cacheward/metrics`)).text();
+          if (
+            /cacheward_after_response_pending 0\b/.test(m) ||
+            !m.includes('cacheward_after_response_pending')
+          )
+            break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        await new Promise((r) => setTimeout(r, 300));
+        const held = await readLoopProbe(p.child, probe);
+        done = true;
+        await streaming.catch(() => {});
+        turns.push(
+          `turn ${turn} (${(Buffer.byteLength(body) / 1024 / 1024).toFixed(1)} MB): answered in ${took.toFixed(0)} ms, loop held at most ${held.max.toFixed(0)} ms, other client's longest stall ${stall.toFixed(0)} ms`,
+        );
+        extra = [
+          ...extra,
+          { role: 'assistant', content: [{ type: 'text', text: 'done' }] },
+          { role: 'user', content: [{ type: 'text', text: `next ${turn}` }] },
+        ];
+      }
+      const m = await (await fetch(`${p.url}/_cacheward/metrics`)).text();
+      const step = Number(m.match(/cacheward_after_response_step_max_seconds ([\d.]+)/)?.[1] ?? Number.NaN);
+      const slice = Number(m.match(/cacheward_after_response_slice_max_seconds ([\d.]+)/)?.[1] ?? Number.NaN);
+      console.log(
+        `- ${fix ? `--fix ${fix}` : 'no fixes'}, ${label}: ${turns.join('; ')}; longest after-response step ${(step * 1000).toFixed(1)} ms, slice ${(slice * 1000).toFixed(1)} ms`,
+      );
+      p.child.kill('SIGTERM');
+      await new Promise((r) => p.child.once('exit', r));
+    }
+  upstream.close();
+}
+
 async function storm(): Promise<void> {
   const r = await runStorm({
     dir: join(tmp('storm'), 'store'),
@@ -447,6 +588,14 @@ async function storm(): Promise<void> {
 
 async function main() {
   console.log(machineLine('reliability'));
+  if (process.argv.includes('loop')) {
+    try {
+      await loop();
+    } finally {
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    }
+    return;
+  }
   const sim = await startCli(['sim', '--port', '0', '--no-auth']);
   try {
     await integrity();
@@ -454,6 +603,7 @@ async function main() {
     await killRuns(sim.url);
     await memory(sim.url);
     await storm();
+    await loop();
   } finally {
     sim.child.kill();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });

@@ -3,7 +3,8 @@
 
 import type { Prefix } from '../prefix/build-prefix.js';
 import { sharedPrefixTokens } from '../prefix/first-divergence.js';
-import { type Fix, type FixContext, type PipelineResult, runFixes } from './fix.js';
+import { drainSteps } from '../wire/json-scan.js';
+import { at, type Fix, type FixContext, type PipelineResult, runFixesSteps } from './fix.js';
 import { checkStability, type ForwardedPair } from './stability.js';
 
 /** One request at the fix stage. */
@@ -19,6 +20,8 @@ export interface FixStageInput {
   /** The parent request's client and forwarded prefixes, for the stability guard. */
   parent?: ForwardedPair;
   reparse: (body: Buffer, headers: Readonly<Record<string, string>>) => Prefix;
+  /** `reparse` in bounded steps (for {@link runFixStageSteps}; used instead of `reparse` when given). */
+  reparseSteps?: (body: Buffer, headers: Readonly<Record<string, string>>) => Generator<void, Prefix>;
 }
 
 /** The outcome, with what the guard decided (absent when it had nothing to compare with). */
@@ -39,9 +42,18 @@ export interface FixStageResult extends PipelineResult {
  * whichever shares the most; the note says why. A fix never makes a conversation write more than without it.
  */
 export function runFixStage(input: FixStageInput): FixStageResult {
+  return drainSteps(runFixStageSteps(input));
+}
+
+/**
+ * {@link runFixStage} in bounded steps (its re-parses yield between pieces), for a shell that must not hold
+ * its event loop for a huge body. The same stage: `runFixStage` runs it to the end.
+ */
+export function* runFixStageSteps(input: FixStageInput): Generator<void, FixStageResult> {
   const request = { body: input.body, prefix: input.prefix, headers: input.headers };
-  const reparse = input.reparse;
-  const fixed = runFixes(input.fixes, request, input.states ?? new Map(), input.context, reparse);
+  const given = input.reparse;
+  const reparse = input.reparseSteps ?? ((b: Buffer, h: Readonly<Record<string, string>>) => at(given(b, h)));
+  const fixed = yield* runFixesSteps(input.fixes, request, input.states ?? new Map(), input.context, reparse);
   if (!input.parent) return fixed;
   const check = checkStability(input.parent, { client: input.prefix.blocks, forwarded: fixed.prefix.blocks });
   const guard = {
@@ -50,7 +62,7 @@ export function runFixStage(input: FixStageInput): FixStageResult {
     forwardedLost: check.forwardedLost,
   };
   if (!check.breaksEarlier) return { ...fixed, guard: { kept: 'fixed', ...guard } };
-  const fresh = runFixes(input.fixes, request, new Map(), input.context, reparse);
+  const fresh = yield* runFixesSteps(input.fixes, request, new Map(), input.context, reparse);
   const freshShared = sharedPrefixTokens(input.parent.forwarded, fresh.prefix.blocks);
   const clientBytesShared = sharedPrefixTokens(input.parent.forwarded, input.prefix.blocks);
   const best = Math.max(check.forwardedShared, freshShared, clientBytesShared);

@@ -4,6 +4,7 @@
 import type { Relation } from '../conversation/conversation-store.js';
 import { CachewardError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
+import { drainSteps } from '../wire/json-scan.js';
 
 /**
  * What a fix sees of the exchange besides the body. Time is a parameter, never read from a clock. State
@@ -155,6 +156,26 @@ export function runFixes(
   context: FixContext,
   reparse: (body: Buffer, headers: Readonly<Record<string, string>>) => Prefix,
 ): PipelineResult {
+  return drainSteps(runFixesSteps(fixes, request, states, context, (b, h) => at(reparse(b, h))));
+}
+
+/** A value as a stepped computation of no steps. */
+export function* at<T>(value: T): Generator<void, T> {
+  yield* [];
+  return value;
+}
+
+/**
+ * {@link runFixes} in bounded steps: a re-parse (`reparse` stepped, e.g. `PrefixBuilder.parseSteps`) yields
+ * between its pieces, so a shell can spread a huge body's fix stage over turns of its event loop.
+ */
+export function* runFixesSteps(
+  fixes: readonly Fix[],
+  request: FixRequest,
+  states: ReadonlyMap<string, unknown>,
+  context: FixContext,
+  reparse: (body: Buffer, headers: Readonly<Record<string, string>>) => Generator<void, Prefix>,
+): Generator<void, PipelineResult> {
   let current = request;
   const headers: Record<string, string> = { ...request.headers };
   const notes: FixNote[] = [];
@@ -171,7 +192,7 @@ export function runFixes(
         out.headers !== undefined && Object.entries(out.headers).some(([k, v]) => headers[k] !== v);
       if (out.headers) Object.assign(headers, out.headers);
       if (bodyChanged && out.body)
-        current = { body: out.body, prefix: reparse(out.body, headers), headers: { ...headers } };
+        current = { body: out.body, prefix: yield* reparse(out.body, headers), headers: { ...headers } };
       else if (headerChanged) current = { ...current, headers };
       notes.push({
         fix: fix.name,

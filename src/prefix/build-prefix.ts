@@ -2,12 +2,12 @@
 // with the render-affecting parameters folded in at the level they invalidate (SPEC-caching.md). Pure.
 
 import { hash } from 'node:crypto';
-import { sharedByteCount } from '../wire/json-scan.js';
+import { drainSteps, STEP_BYTES, STEP_ITEMS, sharedByteCount } from '../wire/json-scan.js';
 import {
   type ByteSpan,
   type ParseRequestOptions,
   type PrefixLevel,
-  parseRequestBody,
+  parseRequestBodySteps,
   type RawUnit,
   type RequestBody,
   type WireFormat,
@@ -263,8 +263,6 @@ export class PrefixBuilder {
   private keptBytes = 0;
   private readonly keepBodies: number;
   private readonly keepBytes: number;
-  /** The body the one being built was scanned from (its units are matched first: same nodes, no compare). */
-  private scannedFrom: RequestBody | undefined;
 
   constructor(options: PrefixBuilderOptions = {}) {
     this.units = new UnitReader(options);
@@ -274,6 +272,15 @@ export class PrefixBuilder {
 
   /** Parses a body and builds its prefix. */
   parse(input: Uint8Array | string, options: ParseRequestOptions = {}): Prefix {
+    return drainSteps(this.parseSteps(input, options));
+  }
+
+  /**
+   * {@link parse} in bounded steps (a few hundred units or a few hundred KB between yields), so a shell
+   * can spread a huge body over turns of its event loop; other parses and builds may run between its
+   * steps. The same parse: `parse` runs it to the end.
+   */
+  *parseSteps(input: Uint8Array | string, options: ParseRequestOptions = {}): Generator<void, Prefix> {
     // The scan takes over the nodes of the kept body that shares the most leading bytes with this one.
     let previous = options.previous;
     let shared: number | undefined;
@@ -283,18 +290,13 @@ export class PrefixBuilder {
       shared = found?.shared;
     }
     // The shared bytes just counted are handed on (the scan and the UTF-8 check skip them).
-    const body = parseRequestBody(
+    const body = yield* parseRequestBodySteps(
       input,
       previous
         ? { ...options, previous, ...(shared !== undefined ? { previousSharedBytes: shared } : {}) }
         : options,
     );
-    this.scannedFrom = previous;
-    try {
-      return this.build(body);
-    } finally {
-      this.scannedFrom = undefined;
-    }
+    return yield* this.buildSteps(body, previous);
   }
 
   /** How many bodies are kept to extend from, and their bytes. */
@@ -333,7 +335,12 @@ export class PrefixBuilder {
 
   /** Builds the prefix of an already parsed body. */
   build(body: RequestBody): Prefix {
-    const { infos, base } = this.readUnits(body);
+    return drainSteps(this.buildSteps(body));
+  }
+
+  /** {@link build} in bounded steps; `scannedFrom` is the body the scan took nodes over from, if any. */
+  private *buildSteps(body: RequestBody, scannedFrom?: RequestBody): Generator<void, Prefix> {
+    const { infos, base, shared } = yield* this.readUnitSteps(body, scannedFrom);
     const flags: DerivedFlags = {
       images: false,
       citations: false,
@@ -387,12 +394,13 @@ export class PrefixBuilder {
       if (reuse && base?.levels[level]?.foldHash !== foldHash) reuse = false;
       const start = blocks.length;
       for (; u < body.units.length && body.units[u]?.level === level; u++) {
+        if (u % STEP_ITEMS === STEP_ITEMS - 1) yield;
         const unit = body.units[u];
         const info = infos[u];
-        if (reuse && base && unit && !sameMessagePlace(unit, base.body.units[u], u < (base.shared ?? 0))) {
+        if (reuse && base && unit && !sameMessagePlace(unit, base.body.units[u], u < shared)) {
           reuse = false;
         }
-        if (reuse && base && u < base.shared) {
+        if (reuse && base && u < shared) {
           const taken = base.unitBlock[u];
           unitBlock[u] = taken;
           if (!taken) continue;
@@ -438,7 +446,7 @@ export class PrefixBuilder {
       }
       levels[level] = { start, end: blocks.length, params: params[level], foldHash };
     }
-    this.keep(body, infos, { unitBlock, chainStates, transcriptStates, levels, billing });
+    this.keep(body, infos, { unitBlock, chainStates, transcriptStates, levels, billing }, scannedFrom);
     const model = typeof body.fields.model === 'string' ? body.fields.model : undefined;
     const prefix: Prefix = {
       format: body.format,
@@ -462,12 +470,15 @@ export class PrefixBuilder {
    * an insertion (a fix's placeholder tool, an announcement) or by the proxy parsing the client's body and
    * then the forwarded one still match.
    */
-  private readUnits(body: RequestBody): { infos: UnitInfo[]; base: PreviousBody | undefined } {
+  private *readUnitSteps(
+    body: RequestBody,
+    scannedFrom: RequestBody | undefined,
+  ): Generator<void, { infos: UnitInfo[]; base: PreviousBody | undefined; shared: number }> {
     // The body the scan took over first, then the two newest others (a client's body and its forwarded
     // one sit next to each other).
     const prevs: PreviousBody[] = [];
     const usable = (p: PreviousBody) => p.body.format === body.format && p.built !== undefined;
-    const chosen = this.previous.find((p) => p.body === this.scannedFrom);
+    const chosen = this.previous.find((p) => p.body === scannedFrom);
     if (chosen && usable(chosen)) prevs.push(chosen);
     for (let k = 0, others = 0; k < this.previous.length && others < 2; k++) {
       const p = this.previous[k] as PreviousBody;
@@ -480,8 +491,14 @@ export class PrefixBuilder {
     // How many leading units each previous body shares at the same index.
     const leading = prevs.map(() => 0);
     let misses = 0;
+    let stepBytes = 0;
     for (let i = 0; i < body.units.length; i++) {
       const u = body.units[i] as RawUnit;
+      stepBytes += u.span.end - u.span.start;
+      if (i % STEP_ITEMS === STEP_ITEMS - 1 || stepBytes >= STEP_BYTES) {
+        yield;
+        stepBytes = 0;
+      }
       let info: UnitInfo | undefined;
       // Where the last match left off in each body, then a few places either side, then (unless this is
       // a run of new units) that body's index by length.
@@ -518,23 +535,29 @@ export class PrefixBuilder {
       } else infos[i] = this.units.read(body.bytes, u, body.format);
     }
     let base: PreviousBody | undefined;
+    let shared = 0;
     prevs.forEach((p, k) => {
-      if ((leading[k] as number) > (base?.shared ?? 0)) {
+      if ((leading[k] as number) > shared) {
         base = p;
-        p.shared = leading[k] as number;
+        shared = leading[k] as number;
       }
     });
-    return { infos, base };
+    return { infos, base, shared };
   }
 
-  private keep(body: RequestBody, infos: UnitInfo[], built: BuiltBlocks): void {
+  private keep(
+    body: RequestBody,
+    infos: UnitInfo[],
+    built: BuiltBlocks,
+    scannedFrom: RequestBody | undefined,
+  ): void {
     const kept = new PreviousBody(body, infos);
     kept.built = built;
     const list = [kept];
     let bytes = body.bytes.length;
     // A resent body (a retry, a client polling with the same prompt) replaces its twin rather than filling
     // the kept list with copies.
-    const from = this.scannedFrom;
+    const from = scannedFrom;
     const twin =
       from && from.bytes.length === body.bytes.length && from.bytes.equals(body.bytes) ? from : undefined;
     for (const p of this.previous) {
@@ -623,8 +646,6 @@ class PreviousBody {
   private byLength: Map<number, number[]> | undefined;
   /** What its build made (set once built). */
   built: BuiltBlocks | undefined;
-  /** For the body being built now: how many of its leading units this one shares at the same index. */
-  shared = 0;
   constructor(
     readonly body: RequestBody,
     readonly infos: UnitInfo[],

@@ -28,7 +28,7 @@ export async function afterResponse(
     if (commit?.note) facts.fixes = [...facts.fixes, commit.note];
     const format = formatFromRoute(facts.route);
     if (!facts.tracked && deps.state.track && format && facts.forwarded.length) {
-      await deps.slices.run(() => deps.recorder.parse(facts));
+      await deps.slices.stepped(deps.recorder.parseSteps(facts));
       const prefix = facts.prefix;
       if (prefix) {
         const tracked = await deps.state.track(
@@ -42,11 +42,13 @@ export async function afterResponse(
         if (tracked) facts.tracked = tracked;
       }
     }
-    // The parse, the record and its cause: queued together, each a step of its own, so a slice can stop
+    // The parse, the record and its cause: one after another, each a step of its own, so a slice can stop
     // between them and the analysis never holds up other exchanges.
     let record: CaptureRecord | undefined;
+    // The parse runs in pieces (a huge body's is cut into many; a no-op when the tracking above parsed it).
+    const parse = deps.recorder.parseSteps(facts);
     await deps.slices.series([
-      () => deps.recorder.parse(facts),
+      () => parse.next().done !== true,
       () => {
         record = deps.recorder.record(facts);
       },

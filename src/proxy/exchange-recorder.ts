@@ -7,6 +7,7 @@ import type { CaptureWriter } from '../capture/capture-writer.js';
 import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
 import { recordedConversation } from '../conversation/conversation-tracker.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+import { drainSteps } from '../wire/json-scan.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { StreamSummary } from '../wire/sse-stream.js';
 import { LARGE_BODY_BYTES } from './memory-release.js';
@@ -55,18 +56,28 @@ export class ExchangeRecorder {
   /** Builds the forwarded body's prefix unless the fix stage handed one over (or it was tried already): a
    * step of its own, so the after-response slices can run it apart from the record. */
   parse(f: ExchangeFacts): void {
+    drainSteps(this.parseSteps(f));
+  }
+
+  /**
+   * {@link parse} in bounded steps (the builder's), for the after-response slices to cut a huge body's
+   * parse into pieces with other work between them.
+   */
+  *parseSteps(f: ExchangeFacts): Generator<void, void> {
     const format = formatFromRoute(f.route);
     if (f.prefix || f.parseError !== undefined || !format || !f.forwarded.length) return;
     try {
       // The shared builder keeps its last body to extend from: a huge one gets a builder of its own, so
       // its bytes are not held after the exchange.
       const builder = f.forwarded.length >= LARGE_BODY_BYTES ? new PrefixBuilder() : this.o.builder;
-      f.prefix = builder.parse(f.forwarded, {
+      const prefix = yield* builder.parseSteps(f.forwarded, {
         format,
         headers: { 'anthropic-beta': f.requestHeaders.get('anthropic-beta') ?? undefined },
       });
+      // Another step may have parsed it meanwhile (record() parses what is not parsed yet): theirs stands.
+      if (!f.prefix && f.parseError === undefined) f.prefix = prefix;
     } catch (err) {
-      f.parseError = (err as Error).message;
+      if (!f.prefix && f.parseError === undefined) f.parseError = (err as Error).message;
     }
   }
 

@@ -3,12 +3,13 @@
 
 import type { FixNote } from '../capture/capture-record.js';
 import type { Fix } from '../fixes/fix.js';
-import { runFixStage } from '../fixes/fix-stage.js';
+import { runFixStageSteps } from '../fixes/fix-stage.js';
 import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import type { RequestFixState } from '../state/fix-state-codec.js';
 import { type PreparedRequest, type ProxyState, unavailableNote } from '../state/proxy-state.js';
 import type { WireFormat } from '../wire/request-body.js';
 import type { ResponseChains } from './response-chains.js';
+import { runStepped } from './stepped-work.js';
 
 export interface FixRequestInput {
   id: string;
@@ -50,10 +51,13 @@ export async function fixRequest(
   const original = input.original;
   let clientPrefix: Prefix;
   try {
-    clientPrefix = builder.parse(original, {
-      format,
-      headers: { 'anthropic-beta': input.requestHeaders.get('anthropic-beta') ?? undefined },
-    });
+    // In pieces with the event loop given back between them: a huge body never stalls other streams.
+    clientPrefix = await runStepped(
+      builder.parseSteps(original, {
+        format,
+        headers: { 'anthropic-beta': input.requestHeaders.get('anthropic-beta') ?? undefined },
+      }),
+    );
   } catch (err) {
     // The body is not a request the fixes can read: it goes out exactly as received.
     return {
@@ -77,23 +81,31 @@ export async function fixRequest(
     input.requestHeaders.forEach((v, k) => {
       if (k === 'anthropic-beta') headersIn[k] = v;
     });
-    const out = runFixStage({
-      fixes: deps.fixes,
-      body: original,
-      prefix: clientPrefix,
-      headers: headersIn,
-      states: ready.states,
-      context: {
-        provider: input.provider,
-        route: input.route,
-        now: input.start,
-        conversation: res.conversation,
-        relation: res.relation,
-        ...(ready.tracked.label ? { label: ready.tracked.label.key } : {}),
-      },
-      ...(ready.parentPair ? { parent: ready.parentPair } : {}),
-      reparse: (b, h) => builder.parse(b, { format, headers: { 'anthropic-beta': h['anthropic-beta'] } }),
+    const parseOptions = (h: Readonly<Record<string, string>>) => ({
+      format,
+      headers: { 'anthropic-beta': h['anthropic-beta'] },
     });
+    // In pieces too (its re-parses of the fixed body yield), with the event loop given back between them.
+    const out = await runStepped(
+      runFixStageSteps({
+        fixes: deps.fixes,
+        body: original,
+        prefix: clientPrefix,
+        headers: headersIn,
+        states: ready.states,
+        context: {
+          provider: input.provider,
+          route: input.route,
+          now: input.start,
+          conversation: res.conversation,
+          relation: res.relation,
+          ...(ready.tracked.label ? { label: ready.tracked.label.key } : {}),
+        },
+        ...(ready.parentPair ? { parent: ready.parentPair } : {}),
+        reparse: (b, h) => builder.parse(b, parseOptions(h)),
+        reparseSteps: (b, h) => builder.parseSteps(b, parseOptions(h)),
+      }),
+    );
     for (const n of out.notes)
       if (n.error) deps.log(`fix ${n.fix} failed; the original request went out: ${n.error}`);
     const fixed: FixedRequest = {

@@ -7,7 +7,8 @@
  * read here, in the shell, never by the steps.
  */
 export class WorkSlices {
-  private readonly steps: Array<() => void> = [];
+  /** A step that returns `true` has more to do: it goes to the back of the queue and runs again. */
+  private readonly steps: Array<() => unknown> = [];
   private scheduled = false;
   /** The longest slice so far and how many slices ran (for the benchmark and the tests). */
   readonly stats = { slices: 0, longestMs: 0, longestStepMs: 0 };
@@ -34,25 +35,49 @@ export class WorkSlices {
   }
 
   /**
-   * Runs `steps` one after another, queued together (so they can share a slice); a step that throws
-   * rejects the promise and the steps after it do not run.
+   * Runs a stepped computation (a generator that yields between bounded pieces of work) one piece per
+   * step, going to the back of the queue between pieces: a huge body's parse is cut into slices with
+   * other exchanges' steps between them. Resolves with its result (or rejects with its error).
    */
-  series(steps: ReadonlyArray<() => void>): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let failed = false;
-      steps.forEach((step, i) => {
-        this.steps.push(() => {
-          if (failed) return;
-          try {
-            step();
-            if (i === steps.length - 1) resolve();
-          } catch (err) {
-            failed = true;
-            reject(err);
-          }
-        });
+  stepped<T>(work: Generator<void, T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.steps.push(() => {
+        try {
+          const r = work.next();
+          if (!r.done) return true;
+          resolve(r.value);
+        } catch (err) {
+          reject(err);
+        }
+        return false;
       });
-      if (!steps.length) resolve();
+      this.schedule();
+    });
+  }
+
+  /**
+   * Runs `steps` one after another (a step that returns `true` has more to do and runs again before the
+   * next one: a stepped parse, one piece at a time); between two of them other queued work may run. A step
+   * that throws rejects the promise and the steps after it do not run.
+   */
+  series(steps: ReadonlyArray<() => unknown>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (!steps.length) {
+        resolve();
+        return;
+      }
+      let i = 0;
+      this.steps.push(() => {
+        try {
+          if ((steps[i] as () => unknown)() === true) return true;
+        } catch (err) {
+          reject(err);
+          return false;
+        }
+        if (++i < steps.length) return true;
+        resolve();
+        return false;
+      });
       this.schedule();
     });
   }
@@ -91,9 +116,9 @@ export class WorkSlices {
     // Past `maxPending` waiting steps (an overloaded proxy) a slice runs until the backlog is back under it:
     // the bodies those steps hold must not pile up without bound.
     while (this.steps.length && (t - t0 < this.budgetMs || this.steps.length > this.maxPending)) {
-      const step = this.steps.shift() as () => void;
+      const step = this.steps.shift() as () => unknown;
       const s = t;
-      step();
+      if (step() === true) this.steps.push(step);
       t = this.now();
       if (t - s > this.stats.longestStepMs) this.stats.longestStepMs = t - s;
     }

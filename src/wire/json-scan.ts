@@ -79,11 +79,37 @@ export function scanJson(
   maxDepth = MAX_JSON_DEPTH,
   previous?: PreviousScan,
 ): ScanNode {
+  return drainSteps(scanJsonSteps(bytes, shape, maxDepth, previous));
+}
+
+/**
+ * {@link scanJson} in bounded steps: it yields between items of the root's arrays (every
+ * {@link STEP_ITEMS} items or {@link STEP_BYTES} bytes), so a caller can spread a huge body over many
+ * turns of its event loop. The same scan: `scanJson` is this, run to the end.
+ */
+export function* scanJsonSteps(
+  bytes: Uint8Array,
+  shape: ScanShape,
+  maxDepth = MAX_JSON_DEPTH,
+  previous?: PreviousScan,
+): Generator<void, ScanNode> {
   const scanner = new Scanner(bytes, maxDepth, previous);
-  const root = scanner.value(scanner.skipWs(0), shape, 0, previous?.root);
+  const root = yield* scanner.outerValue(scanner.skipWs(0), shape, 0, previous?.root);
   const after = scanner.skipWs(root.end);
   if (after < bytes.length) scanner.fail(after, 'unexpected data after the end of the JSON value');
   return root;
+}
+
+/** Work between two yields of a stepped scan or build: at most this many items, or about this many bytes. */
+export const STEP_ITEMS = 256;
+export const STEP_BYTES = 256 * 1024;
+
+/** Runs a stepped computation to its end, at once (what the synchronous entry points do). */
+export function drainSteps<T>(steps: Generator<void, T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
 }
 
 /**
@@ -190,6 +216,115 @@ class Scanner {
     node.clean = this.clean;
     this.clean = outer && this.clean;
     return node;
+  }
+
+  /**
+   * {@link value} for the root and its members (depth 0 and 1), in steps: an expanded array there yields
+   * between its items; everything deeper is scanned by `value` at once. Same nodes, same checks.
+   */
+  *outerValue(
+    pos: number,
+    shape: ScanShape | undefined,
+    depth: number,
+    prev?: ScanNode,
+  ): Generator<void, ScanNode> {
+    const c = this.bytes[pos];
+    const taken = prev !== undefined && prev.start === pos && prev.end < this.sameBytes;
+    const expands = (c === OPEN_OBJECT && shape?.members) || (c === OPEN_ARRAY && shape?.items);
+    if (depth > 1 || taken || !expands || depth >= this.maxDepth) return this.value(pos, shape, depth, prev);
+    const earlier = prev !== undefined && prev.start === pos ? prev : undefined;
+    const outer = this.clean;
+    this.clean = true;
+    let node: ScanNode;
+    if (c === OPEN_OBJECT && shape?.members)
+      node = yield* this.outerObject(
+        pos,
+        shape.members,
+        depth + 1,
+        shape.only,
+        earlier?.type === 'object' ? earlier : undefined,
+      );
+    else
+      node = yield* this.outerArray(
+        pos,
+        shape?.items as ScanShape,
+        depth + 1,
+        earlier?.type === 'array' ? earlier : undefined,
+      );
+    node.clean = this.clean;
+    this.clean = outer && this.clean;
+    return node;
+  }
+
+  /** {@link object} for the root: its members through {@link outerValue}. */
+  private *outerObject(
+    start: number,
+    memberShapes: Readonly<Record<string, ScanShape>>,
+    depth: number,
+    only?: readonly string[],
+    prev?: ScanObject,
+  ): Generator<void, ScanObject> {
+    if (only) return this.object(start, memberShapes, depth, only, prev);
+    const b = this.bytes;
+    const members = new Map<string, ScanNode>();
+    let pos = this.skipWs(start + 1);
+    if (b[pos] === CLOSE_OBJECT) return { type: 'object', start, end: pos + 1, members, clean: true };
+    for (;;) {
+      if (b[pos] !== QUOTE) this.fail(pos, 'expected a string key');
+      const keyEnd = this.skipString(pos);
+      const key = decodeKey(b, pos, keyEnd);
+      if (isDigit(b[pos + 1])) this.clean = false;
+      pos = this.skipWs(keyEnd);
+      if (b[pos] !== COLON) this.fail(pos, "expected ':' after a key");
+      pos = this.skipWs(pos + 1);
+      const child = yield* this.outerValue(
+        pos,
+        Object.hasOwn(memberShapes, key) ? memberShapes[key] : undefined,
+        depth,
+        prev?.members.get(key),
+      );
+      // A repeated key: JSON.parse keeps one, so these bytes are not what JSON.stringify would write.
+      if (members.delete(key)) this.clean = false;
+      members.set(key, child);
+      pos = this.skipWs(child.end);
+      const c = b[pos];
+      if (c === COMMA) {
+        pos = this.skipWs(pos + 1);
+        continue;
+      }
+      if (c === CLOSE_OBJECT) return { type: 'object', start, end: pos + 1, members, clean: true };
+      this.fail(pos, "expected ',' or '}' in an object");
+    }
+  }
+
+  /** {@link array} for a member of the root: yields every few items. */
+  private *outerArray(
+    start: number,
+    itemShape: ScanShape,
+    depth: number,
+    prev?: ScanArray,
+  ): Generator<void, ScanArray> {
+    const b = this.bytes;
+    const items: ScanNode[] = [];
+    let pos = this.skipWs(start + 1);
+    if (b[pos] === CLOSE_ARRAY) return { type: 'array', start, end: pos + 1, items, clean: true };
+    let stepFrom = pos;
+    for (;;) {
+      const child = this.value(pos, itemShape, depth, prev?.items[items.length]);
+      items.push(child);
+      pos = this.skipWs(child.end);
+      if (items.length % STEP_ITEMS === 0 || pos - stepFrom >= STEP_BYTES) {
+        yield;
+        stepFrom = pos;
+      }
+      const c = b[pos];
+      if (c === COMMA) {
+        pos = this.skipWs(pos + 1);
+        continue;
+      }
+      if (c === CLOSE_ARRAY) return { type: 'array', start, end: pos + 1, items, clean: true };
+      this.fail(pos, "expected ',' or ']' in an array");
+    }
   }
 
   object(

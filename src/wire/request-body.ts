@@ -7,12 +7,15 @@ import {
   byteToPosition,
   decodeKey,
   decodeUtf8,
+  drainSteps,
   MAX_JSON_DEPTH,
   parseSpan,
   type ScanNode,
   type ScanObject,
   type ScanShape,
+  STEP_ITEMS,
   scanJson,
+  scanJsonSteps,
   sharedByteCount,
 } from './json-scan.js';
 
@@ -116,6 +119,17 @@ const encoder = new TextEncoder();
 
 /** Reads a request body. Throws `JsonSyntaxError` (with line and column) or `WireFormatError` (with path). */
 export function parseRequestBody(input: Uint8Array | string, options: ParseRequestOptions = {}): RequestBody {
+  return drainSteps(parseRequestBodySteps(input, options));
+}
+
+/**
+ * {@link parseRequestBody} in bounded steps (the scan's, then every few hundred messages), for a caller
+ * that spreads a huge body over turns of its event loop. The same parse: `parseRequestBody` runs it to the end.
+ */
+export function* parseRequestBodySteps(
+  input: Uint8Array | string,
+  options: ParseRequestOptions = {},
+): Generator<void, RequestBody> {
   // A Buffer view (no copy): its indexOf is native and fast, which the scanner relies on.
   const bytes =
     typeof input === 'string'
@@ -141,7 +155,7 @@ export function parseRequestBody(input: Uint8Array | string, options: ParseReque
       byteToPosition(bytes, at),
     );
   }
-  const root = scanJson(bytes, SHAPE, maxDepth, previous);
+  const root = yield* scanJsonSteps(bytes, SHAPE, maxDepth, previous);
   if (root.type !== 'object') {
     throw new WireFormatError('$', 'a request body must be a JSON object', byteToPosition(bytes, root.start));
   }
@@ -154,9 +168,9 @@ export function parseRequestBody(input: Uint8Array | string, options: ParseReque
   const format = options.format ?? formatFromRoute(options.route) ?? detectFormat(bytes, root);
   const units: RawUnit[] = [];
   const reader = new UnitReader(bytes, units, previous ? prev : undefined);
-  if (format === 'anthropic-messages') reader.anthropic(root);
-  else if (format === 'openai-chat') reader.openaiChat(root);
-  else reader.openaiResponses(root);
+  if (format === 'anthropic-messages') yield* reader.anthropic(root);
+  else if (format === 'openai-chat') yield* reader.openaiChat(root);
+  else yield* reader.openaiResponses(root);
   let parsed: Record<string, unknown> | undefined;
   return {
     format,
@@ -328,7 +342,7 @@ class UnitReader {
     });
   }
 
-  anthropic(root: ScanObject): void {
+  *anthropic(root: ScanObject): Generator<void, void> {
     this.toolArray(root, 'tools');
     const system = root.members.get('system');
     if (system && !isNull(system)) {
@@ -353,16 +367,16 @@ class UnitReader {
         });
       } else this.fail('$.system', system, 'must be a string or an array of text blocks');
     }
-    this.messageArray(root, 'messages', true);
+    yield* this.messageArray(root, 'messages', true);
   }
 
-  openaiChat(root: ScanObject): void {
+  *openaiChat(root: ScanObject): Generator<void, void> {
     this.toolArray(root, 'tools');
     this.toolArray(root, 'functions');
-    this.messageArray(root, 'messages', true);
+    yield* this.messageArray(root, 'messages', true);
   }
 
-  openaiResponses(root: ScanObject): void {
+  *openaiResponses(root: ScanObject): Generator<void, void> {
     this.toolArray(root, 'tools');
     const instructions = root.members.get('instructions');
     if (instructions && !isNull(instructions)) {
@@ -392,11 +406,15 @@ class UnitReader {
       });
       return;
     }
-    this.messageArray(root, 'input', false);
+    yield* this.messageArray(root, 'input', false);
   }
 
   /** Messages (or Responses input items): one unit per content part; a message's own fields go in its header. */
-  private messageArray(root: ScanObject, key: 'messages' | 'input', required: boolean): void {
+  private *messageArray(
+    root: ScanObject,
+    key: 'messages' | 'input',
+    required: boolean,
+  ): Generator<void, void> {
     const messages = root.members.get(key);
     if (!messages) {
       if (required) this.fail(`$.${key}`, root, 'Field required');
@@ -405,6 +423,7 @@ class UnitReader {
     if (messages.type !== 'array') this.fail(`$.${key}`, messages, 'must be an array');
     const items = messages.items;
     for (let m = this.takeOver(key, items); m < items.length; m++) {
+      if (m % STEP_ITEMS === STEP_ITEMS - 1) yield;
       const message = items[m] as ScanNode;
       if (message.type !== 'object') this.fail(`$.${key}[${m}]`, message, 'must be an object');
       const roleNode = message.members.get('role');
