@@ -7,16 +7,22 @@
 // Run: npm run bench:memory   (builds first; about 2 minutes on a quiet 2-core machine)
 //   CACHEWARD_BENCH_MEMORY=full adds the 100,000-request level (20,000 conversations) and takes the distinct
 //   conversations to 100,000 (10+ minutes: run it once for the README).
+//   CACHEWARD_BENCH_MEMORY=distinct runs only the distinct-conversation part, CACHEWARD_BENCH_DISTINCT of them
+//   (default 40,000) in steps of 10,000; CACHEWARD_BENCH_SNAPSHOTS=DIR writes a heap snapshot of the proxy
+//   into DIR after each step (node --heapsnapshot-signal), to diff by constructor.
 
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { AGENT_TOOL_NAMES, anthropicTool } from '../src/demo/agent-conversation.js';
 import { machineLine, startCli } from './support.js';
 
-const FULL = process.env.CACHEWARD_BENCH_MEMORY === 'full';
+const MODE = process.env.CACHEWARD_BENCH_MEMORY;
+const FULL = MODE === 'full';
+const DISTINCT_ONLY = MODE === 'distinct';
+const SNAPSHOTS = process.env.CACHEWARD_BENCH_SNAPSHOTS;
 const CONCURRENCY = 32;
 const HEADERS = {
   'content-type': 'application/json',
@@ -120,20 +126,40 @@ async function settled(url: string, pool: Pool): Promise<Health> {
 const fmt = (h: Health) =>
   `RSS ${(h.memory.rss / MB).toFixed(0)} MB, heap ${(h.memory.heapUsed / MB).toFixed(0)} of ${(h.memory.heapTotal / MB).toFixed(0)} MB, buffers ${(h.memory.arrayBuffers / MB).toFixed(0)} MB, ${h.memory.conversations.toLocaleString('en-US')} conversations held`;
 
+/** Has the proxy write a heap snapshot into SNAPSHOTS (named by `label`) and waits until it is complete. */
+async function snapshot(url: string, child: ChildProcess, label: string): Promise<void> {
+  if (!SNAPSHOTS) return;
+  const before = new Set(readdirSync(SNAPSHOTS));
+  child.kill('SIGUSR2');
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1_000));
+    // The snapshot is written on the proxy's main thread: it answers health once the file is complete.
+    await health(url);
+    const file = readdirSync(SNAPSHOTS).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
+    if (!file) continue;
+    const size = statSync(join(SNAPSHOTS, file)).size;
+    if (size === 0) continue;
+    console.log(`  (heap snapshot ${label}: ${join(SNAPSHOTS, file)}, ${(size / MB).toFixed(0)} MB)`);
+    return;
+  }
+}
+
 async function withProxy<T>(
   sim: string,
   fixes: boolean,
-  run: (url: string, pool: Pool) => Promise<T>,
+  run: (url: string, pool: Pool, child: ChildProcess) => Promise<T>,
 ): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheward-bench-memory-'));
   const args = ['proxy', '--port', '0', '--upstream', sim, '--dir', dir, '--quiet'];
   if (fixes) args.push('--fix', 'tools-freeze,pin-reminders');
   let proxy: { child: ChildProcess; url: string } | undefined;
   try {
-    proxy = await startCli(args);
+    if (SNAPSHOTS) mkdirSync(SNAPSHOTS, { recursive: true });
+    const node = SNAPSHOTS ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${SNAPSHOTS}`] : [];
+    proxy = await startCli(args, { node });
     const pool = new Pool(proxy.url, { connections: CONCURRENCY });
     try {
-      return await run(proxy.url, pool);
+      return await run(proxy.url, pool, proxy.child);
     } finally {
       await pool.close();
     }
@@ -156,11 +182,9 @@ async function main() {
   const sim = await startCli(['sim', '--port', '0']);
   const t0 = performance.now();
   try {
-    const levels: Array<[number, number]> = [
-      [2_000, 200],
-      [20_000, 2_000],
-      ...(FULL ? ([[100_000, 20_000]] as Array<[number, number]>) : []),
-    ];
+    const levels: Array<[number, number]> = DISTINCT_ONLY
+      ? []
+      : [[2_000, 200], [20_000, 2_000], ...(FULL ? ([[100_000, 20_000]] as Array<[number, number]>) : [])];
     console.log('\nrequests | conversations | fixes | after | req/s');
     console.log('--- | --- | --- | --- | ---');
     for (const [requests, conversations] of levels) {
@@ -177,16 +201,21 @@ async function main() {
       }
     }
     // Distinct conversations, one request each (the worst case for per-conversation state), with fixes.
-    const distinct = FULL ? 100_000 : 15_000;
-    const step = distinct / (FULL ? 5 : 3);
+    const distinct = DISTINCT_ONLY
+      ? Number(process.env.CACHEWARD_BENCH_DISTINCT ?? 40_000)
+      : FULL
+        ? 100_000
+        : 15_000;
+    const step = DISTINCT_ONLY ? 10_000 : distinct / (FULL ? 5 : 3);
     console.log(
       `\n${distinct.toLocaleString('en-US')} distinct conversations, one request each, with fixes:`,
     );
-    await withProxy(sim.url, true, async (url, pool) => {
+    await withProxy(sim.url, true, async (url, pool, child) => {
       console.log(`- idle: ${fmt(await health(url))}`);
       for (let done = 0; done < distinct; done += step) {
         await pooled(step, (i) => send(pool, body(1_000_000 + done + i, 0)));
         console.log(`- after ${(done + step).toLocaleString('en-US')}: ${fmt(await settled(url, pool))}`);
+        await snapshot(url, child, `after ${done + step}`);
       }
     });
   } finally {

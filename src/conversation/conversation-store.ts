@@ -83,6 +83,18 @@ export interface MemoryConversationStoreOptions {
   maxKeys?: number;
   /** The most conversations (and labels) remembered. Default `maxRequests`. */
   maxConversations?: number;
+  /**
+   * Told of each request the store forgets (pushed out, expired, or gone with its conversation), so what
+   * is kept beside it by request id (fix state) goes too.
+   */
+  onForget?: (request: string) => void;
+}
+
+/** What one request put in the indexes, so that it all goes when the request does. */
+interface Owned {
+  conversation: string;
+  /** Transcript keys it was indexed under (endings and passing); some may since name a later request. */
+  keys: string[];
 }
 
 /** What survives a restart: each recent conversation's latest request, enough to continue it. */
@@ -92,7 +104,11 @@ export interface ConversationSnapshot {
   requests: RequestNode[];
 }
 
-/** The in-memory store, bounded: memory stays flat however many conversations pass. */
+/**
+ * The in-memory store, bounded: memory stays flat however many conversations pass. A request goes with
+ * its conversation, and its index keys and response id go with it: nothing is left of a forgotten
+ * conversation to fill the indexes' own caps (they are only the backstop).
+ */
 export class MemoryConversationStore implements ConversationStore {
   private readonly requests: LruMap<RequestNode>;
   private readonly conversations: LruMap<ConversationInfo>;
@@ -100,6 +116,11 @@ export class MemoryConversationStore implements ConversationStore {
   private readonly passing: LruMap<PassingEntry>;
   private readonly labels: LruMap<string>;
   private readonly responses: LruMap<string>;
+  /** Per request held: its conversation and the keys it indexed. */
+  private readonly owned = new Map<string, Owned>();
+  /** Per conversation held: its requests held. */
+  private readonly members = new Map<string, Set<string>>();
+  private readonly onForget: ((request: string) => void) | undefined;
   /** The expiry given to what is written from now on (see {@link stamp}); none: kept until pushed out. */
   private expiresAt: number | undefined;
 
@@ -107,12 +128,53 @@ export class MemoryConversationStore implements ConversationStore {
     const maxRequests = options.maxRequests ?? 200_000;
     const maxKeys = options.maxKeys ?? 1_000_000;
     const maxConversations = options.maxConversations ?? maxRequests;
-    this.requests = new LruMap(maxRequests);
-    this.conversations = new LruMap(maxConversations);
+    this.onForget = options.onForget;
+    this.requests = new LruMap(maxRequests, (id, node) => this.forgetRequest(id, node));
+    this.conversations = new LruMap(maxConversations, (id) => this.forgetConversation(id));
     this.endings = new LruMap(maxKeys);
     this.passing = new LruMap(maxKeys);
     this.labels = new LruMap(maxConversations);
     this.responses = new LruMap(maxRequests);
+  }
+
+  /** A conversation went: so do its requests. */
+  private forgetConversation(id: string): void {
+    const held = this.members.get(id);
+    if (!held) return;
+    this.members.delete(id);
+    for (const r of held) {
+      const node = this.requests.peek(r);
+      this.requests.delete(r);
+      this.forgetRequest(r, node);
+    }
+  }
+
+  /** A request went: its index keys (those still naming it), its response id and its membership go. */
+  private forgetRequest(id: string, node: RequestNode | undefined): void {
+    const own = this.owned.get(id);
+    if (own) {
+      this.owned.delete(id);
+      const held = this.members.get(own.conversation);
+      held?.delete(id);
+      if (held?.size === 0) this.members.delete(own.conversation);
+      for (const key of own.keys) {
+        if (this.passing.peek(key)?.request === id) this.passing.delete(key);
+        const list = this.endings.peek(key);
+        const at = list ? list.indexOf(id) : -1;
+        // In place: the key keeps its age and expiry (lists are only read synchronously).
+        if (list && at >= 0) list.splice(at, 1);
+        if (list?.length === 0) this.endings.delete(key);
+      }
+    }
+    const response = node?.response;
+    if (response !== undefined && this.responses.peek(response) === id) this.responses.delete(response);
+    this.onForget?.(id);
+  }
+
+  /** Notes that `request` indexed `key` (it is cleaned up when the request goes). */
+  private own(request: string, key: string): void {
+    const own = this.owned.get(request);
+    if (own && own.keys[own.keys.length - 1] !== key) own.keys.push(key);
   }
 
   /** What is written until the next stamp expires at `expiresAt` (a request's time plus its cache's TTL). */
@@ -134,11 +196,19 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   /** How much is held, for bounds checks and health. */
-  sizes(): { requests: number; conversations: number; keys: number } {
+  sizes(): {
+    requests: number;
+    conversations: number;
+    keys: number;
+    labels: number;
+    responses: number;
+  } {
     return {
       requests: this.requests.size,
       conversations: this.conversations.size,
       keys: this.endings.size + this.passing.size,
+      labels: this.labels.size,
+      responses: this.responses.size,
     };
   }
 
@@ -168,6 +238,22 @@ export class MemoryConversationStore implements ConversationStore {
     return this.requests.get(id);
   }
   putRequest(node: RequestNode): void {
+    const own = this.owned.get(node.id);
+    if (own?.conversation !== node.conversation) {
+      // New, or moved to another conversation (a provisional main line re-named a fork).
+      if (own) {
+        const was = this.members.get(own.conversation);
+        was?.delete(node.id);
+        if (was?.size === 0) this.members.delete(own.conversation);
+        own.conversation = node.conversation;
+      } else this.owned.set(node.id, { conversation: node.conversation, keys: [] });
+      let held = this.members.get(node.conversation);
+      if (!held) {
+        held = new Set();
+        this.members.set(node.conversation, held);
+      }
+      held.add(node.id);
+    }
     this.requests.set(node.id, node, this.expiresAt);
   }
   conversation(id: string): ConversationInfo | undefined {
@@ -192,12 +278,14 @@ export class MemoryConversationStore implements ConversationStore {
       list = kept.slice(kept.length > 8 ? -8 : 0);
     }
     this.endings.set(transcript, list, this.expiresAt);
+    this.own(request, transcript);
   }
   passingThrough(transcript: string): PassingEntry | undefined {
     return this.passing.get(transcript);
   }
   addPassing(transcript: string, entry: PassingEntry): void {
     this.passing.set(transcript, entry, this.expiresAt);
+    this.own(entry.request, transcript);
   }
   labelSeen(label: string): boolean {
     return this.labels.get(label) !== undefined;
@@ -212,9 +300,11 @@ export class MemoryConversationStore implements ConversationStore {
     return this.responses.get(responseId);
   }
   addResponse(responseId: string, request: string): void {
-    this.responses.set(responseId, request, this.expiresAt);
     const node = this.requests.get(request);
-    if (node && node.response !== responseId) {
+    // A request already forgotten cannot be a parent: its response id would only take room.
+    if (!node) return;
+    this.responses.set(responseId, request, this.expiresAt);
+    if (node.response !== responseId) {
       node.response = responseId;
       this.putRequest(node);
     }
