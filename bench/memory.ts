@@ -23,6 +23,8 @@ const MODE = process.env.CACHEWARD_BENCH_MEMORY;
 const FULL = MODE === 'full';
 const DISTINCT_ONLY = MODE === 'distinct';
 const SNAPSHOTS = process.env.CACHEWARD_BENCH_SNAPSHOTS;
+/** An older build (its dist/cli/bin.js) to run beside this one in the distinct-conversation part. */
+const BASE_BIN = process.env.CACHEWARD_BASE_BIN;
 const CONCURRENCY = 32;
 const HEADERS = {
   'content-type': 'application/json',
@@ -96,6 +98,7 @@ interface Health {
     rss: number;
     heapUsed: number;
     heapTotal: number;
+    external: number;
     arrayBuffers: number;
     conversations: number;
     requests: number;
@@ -119,12 +122,24 @@ async function settled(url: string, pool: Pool): Promise<Health> {
   // Its answer does not matter (the simulator refuses a prompt past the context window): it went through.
   const res = await pool.request({ path: '/v1/messages', method: 'POST', headers: HEADERS, body: big });
   await res.body.arrayBuffer();
+  // Two small count_tokens calls after it, so the prefix builder's last two bodies (what it extends from)
+  // are not the 8 MB one: the figures are the state's, not this probe's. Neither is a turn: nothing is
+  // committed, so no state-file write runs while the heap is read.
+  for (let i = 0; i < 2; i++) {
+    const r = await pool.request({
+      path: '/v1/messages/count_tokens',
+      method: 'POST',
+      headers: HEADERS,
+      body: body(999_000 + i, 0),
+    });
+    await r.body.arrayBuffer();
+  }
   await new Promise((r) => setTimeout(r, 4_000));
   return health(url);
 }
 
 const fmt = (h: Health) =>
-  `RSS ${(h.memory.rss / MB).toFixed(0)} MB, heap ${(h.memory.heapUsed / MB).toFixed(0)} of ${(h.memory.heapTotal / MB).toFixed(0)} MB, buffers ${(h.memory.arrayBuffers / MB).toFixed(0)} MB, ${h.memory.conversations.toLocaleString('en-US')} conversations held`;
+  `RSS ${(h.memory.rss / MB).toFixed(0)} MB, heap ${(h.memory.heapUsed / MB).toFixed(0)} of ${(h.memory.heapTotal / MB).toFixed(0)} MB, external ${(h.memory.external / MB).toFixed(0)} MB (buffers ${(h.memory.arrayBuffers / MB).toFixed(0)}), ${h.memory.conversations.toLocaleString('en-US')} conversations held`;
 
 /** Has the proxy write a heap snapshot into SNAPSHOTS (named by `label`) and waits until it is complete. */
 async function snapshot(url: string, child: ChildProcess, label: string): Promise<void> {
@@ -148,6 +163,7 @@ async function withProxy<T>(
   sim: string,
   fixes: boolean,
   run: (url: string, pool: Pool, child: ChildProcess) => Promise<T>,
+  bin?: string,
 ): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheward-bench-memory-'));
   const args = ['proxy', '--port', '0', '--upstream', sim, '--dir', dir, '--quiet'];
@@ -156,7 +172,7 @@ async function withProxy<T>(
   try {
     if (SNAPSHOTS) mkdirSync(SNAPSHOTS, { recursive: true });
     const node = SNAPSHOTS ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${SNAPSHOTS}`] : [];
-    proxy = await startCli(args, { node });
+    proxy = await startCli(args, { node, ...(bin ? { bin } : {}) });
     const pool = new Pool(proxy.url, { connections: CONCURRENCY });
     try {
       return await run(proxy.url, pool, proxy.child);
@@ -210,14 +226,35 @@ async function main() {
     console.log(
       `\n${distinct.toLocaleString('en-US')} distinct conversations, one request each, with fixes:`,
     );
-    await withProxy(sim.url, true, async (url, pool, child) => {
-      console.log(`- idle: ${fmt(await health(url))}`);
+    // With CACHEWARD_BASE_BIN, an older build runs beside this one, step by step in turn (same machine load).
+    const builds: Array<[string, string | undefined]> = [['this build', undefined]];
+    if (BASE_BIN) builds.push([`base (${BASE_BIN})`, BASE_BIN]);
+    type Running = { name: string; url: string; pool: Pool; child: ChildProcess };
+    const nest = async (i: number, running: Running[]): Promise<void> => {
+      const build = builds[i];
+      if (!build) return distinctRun(running);
+      await withProxy(
+        sim.url,
+        true,
+        (url, pool, child) => nest(i + 1, [...running, { name: build[0], url, pool, child }]),
+        build[1],
+      );
+    };
+    const distinctRun = async (running: Running[]) => {
+      for (const r of running) console.log(`- ${r.name}, idle: ${fmt(await health(r.url))}`);
       for (let done = 0; done < distinct; done += step) {
-        await pooled(step, (i) => send(pool, body(1_000_000 + done + i, 0)));
-        console.log(`- after ${(done + step).toLocaleString('en-US')}: ${fmt(await settled(url, pool))}`);
-        await snapshot(url, child, `after ${done + step}`);
+        const turn = done / step;
+        // Alternate which build goes first, so neither always runs on the busier half of the step.
+        const order = turn % 2 === 0 ? running : [...running].reverse();
+        for (const r of order) {
+          await pooled(step, (i) => send(r.pool, body(1_000_000 + done + i, 0)));
+          const h = await settled(r.url, r.pool);
+          console.log(`- ${r.name}, after ${(done + step).toLocaleString('en-US')}: ${fmt(h)}`);
+          await snapshot(r.url, r.child, `${r.name} after ${done + step}`);
+        }
       }
-    });
+    };
+    await nest(0, []);
   } finally {
     sim.child.kill('SIGTERM');
     await new Promise((r) => sim.child.once('exit', r));
