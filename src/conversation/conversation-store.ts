@@ -90,13 +90,6 @@ export interface MemoryConversationStoreOptions {
   onForget?: (request: string) => void;
 }
 
-/** What one request put in the indexes, so that it all goes when the request does. */
-interface Owned {
-  conversation: string;
-  /** Transcript keys it was indexed under (endings and passing); some may since name a later request. */
-  keys: string[];
-}
-
 /** What survives a restart: each recent conversation's latest request, enough to continue it. */
 export interface ConversationSnapshot {
   version: 1;
@@ -116,10 +109,14 @@ export class MemoryConversationStore implements ConversationStore {
   private readonly passing: LruMap<PassingEntry>;
   private readonly labels: LruMap<string>;
   private readonly responses: LruMap<string>;
-  /** Per request held: its conversation and the keys it indexed. */
-  private readonly owned = new Map<string, Owned>();
-  /** Per conversation held: its requests held. */
-  private readonly members = new Map<string, Set<string>>();
+  /**
+   * What ties a request to the rest, kept lean (two map entries per request, one list per conversation):
+   * the conversation each request is listed under, each conversation's requests, and the passing keys a
+   * request wrote (its ending key is its `final.transcript`).
+   */
+  private readonly listedUnder = new Map<string, string>();
+  private readonly members = new Map<string, string[]>();
+  private readonly passingKeys = new Map<string, string[]>();
   private readonly onForget: ((request: string) => void) | undefined;
   /** The expiry given to what is written from now on (see {@link stamp}); none: kept until pushed out. */
   private expiresAt: number | undefined;
@@ -143,38 +140,45 @@ export class MemoryConversationStore implements ConversationStore {
     if (!held) return;
     this.members.delete(id);
     for (const r of held) {
+      if (this.listedUnder.get(r) !== id) continue;
       const node = this.requests.peek(r);
       this.requests.delete(r);
       this.forgetRequest(r, node);
     }
   }
 
-  /** A request went: its index keys (those still naming it), its response id and its membership go. */
+  /** A request went: its index keys (those still naming it), its response id and its listing go. */
   private forgetRequest(id: string, node: RequestNode | undefined): void {
-    const own = this.owned.get(id);
-    if (own) {
-      this.owned.delete(id);
-      const held = this.members.get(own.conversation);
-      held?.delete(id);
-      if (held?.size === 0) this.members.delete(own.conversation);
-      for (const key of own.keys) {
-        if (this.passing.peek(key)?.request === id) this.passing.delete(key);
-        const list = this.endings.peek(key);
-        const at = list ? list.indexOf(id) : -1;
-        // In place: the key keeps its age and expiry (lists are only read synchronously).
-        if (list && at >= 0) list.splice(at, 1);
-        if (list?.length === 0) this.endings.delete(key);
-      }
+    const conversation = this.listedUnder.get(id);
+    if (conversation !== undefined) {
+      this.listedUnder.delete(id);
+      this.unlist(conversation, id);
+    }
+    const ending = node?.final?.transcript;
+    if (ending !== undefined) {
+      const list = this.endings.peek(ending);
+      const at = list ? list.indexOf(id) : -1;
+      // In place: the key keeps its age and expiry (lists are only read synchronously).
+      if (list && at >= 0) list.splice(at, 1);
+      if (list?.length === 0) this.endings.delete(ending);
+    }
+    const passing = this.passingKeys.get(id);
+    if (passing) {
+      this.passingKeys.delete(id);
+      for (const key of passing) if (this.passing.peek(key)?.request === id) this.passing.delete(key);
     }
     const response = node?.response;
     if (response !== undefined && this.responses.peek(response) === id) this.responses.delete(response);
     this.onForget?.(id);
   }
 
-  /** Notes that `request` indexed `key` (it is cleaned up when the request goes). */
-  private own(request: string, key: string): void {
-    const own = this.owned.get(request);
-    if (own && own.keys[own.keys.length - 1] !== key) own.keys.push(key);
+  private unlist(conversation: string, id: string): void {
+    const held = this.members.get(conversation);
+    if (!held) return;
+    // Requests go oldest first: the one leaving is nearly always at the front.
+    const at = held.indexOf(id);
+    if (at >= 0) held.splice(at, 1);
+    if (held.length === 0) this.members.delete(conversation);
   }
 
   /** What is written until the next stamp expires at `expiresAt` (a request's time plus its cache's TTL). */
@@ -238,21 +242,14 @@ export class MemoryConversationStore implements ConversationStore {
     return this.requests.get(id);
   }
   putRequest(node: RequestNode): void {
-    const own = this.owned.get(node.id);
-    if (own?.conversation !== node.conversation) {
+    const listed = this.listedUnder.get(node.id);
+    if (listed !== node.conversation) {
       // New, or moved to another conversation (a provisional main line re-named a fork).
-      if (own) {
-        const was = this.members.get(own.conversation);
-        was?.delete(node.id);
-        if (was?.size === 0) this.members.delete(own.conversation);
-        own.conversation = node.conversation;
-      } else this.owned.set(node.id, { conversation: node.conversation, keys: [] });
-      let held = this.members.get(node.conversation);
-      if (!held) {
-        held = new Set();
-        this.members.set(node.conversation, held);
-      }
-      held.add(node.id);
+      if (listed !== undefined) this.unlist(listed, node.id);
+      this.listedUnder.set(node.id, node.conversation);
+      const held = this.members.get(node.conversation);
+      if (held) held.push(node.id);
+      else this.members.set(node.conversation, [node.id]);
     }
     this.requests.set(node.id, node, this.expiresAt);
   }
@@ -278,14 +275,17 @@ export class MemoryConversationStore implements ConversationStore {
       list = kept.slice(kept.length > 8 ? -8 : 0);
     }
     this.endings.set(transcript, list, this.expiresAt);
-    this.own(request, transcript);
   }
   passingThrough(transcript: string): PassingEntry | undefined {
     return this.passing.get(transcript);
   }
   addPassing(transcript: string, entry: PassingEntry): void {
     this.passing.set(transcript, entry, this.expiresAt);
-    this.own(entry.request, transcript);
+    // Noted only for a request still held (its keys go with it).
+    if (!this.listedUnder.has(entry.request)) return;
+    const keys = this.passingKeys.get(entry.request);
+    if (!keys) this.passingKeys.set(entry.request, [transcript]);
+    else if (keys[keys.length - 1] !== transcript) keys.push(transcript);
   }
   labelSeen(label: string): boolean {
     return this.labels.get(label) !== undefined;

@@ -82,7 +82,7 @@ describe('the proxy state is bounded', () => {
 
   it('forgets a conversation whole: its requests, index keys, response ids and fix state go with it', async () => {
     // What one conversation of three turns holds, alone.
-    const one = new MemoryProxyState({ maxConversations: 50 });
+    const one = new MemoryProxyState({ maxConversations: 20 });
     const threeTurns = async (state: MemoryProxyState, c: number) => {
       let body = agentConversation({ turns: 1, seed: c + 1 });
       for (let t = 0; t < 3; t++) {
@@ -95,23 +95,23 @@ describe('the proxy state is bounded', () => {
     await threeTurns(one, 0);
     const each = one.sizes();
     expect(each.requests).toBe(3);
-    // 400 conversations through a state that holds 50: what is held is 50 conversations' worth, not the
-    // indexes' own caps (200 requests, 1,600 keys) filled with what forgotten conversations left behind.
-    const state = new MemoryProxyState({ maxConversations: 50 });
-    for (let c = 0; c < 400; c++) await threeTurns(state, c);
+    // 120 conversations through a state that holds 20: what is held is 20 conversations' worth, not the
+    // indexes' own caps (80 requests, 320 keys) filled with what forgotten conversations left behind.
+    const state = new MemoryProxyState({ maxConversations: 20 });
+    for (let c = 0; c < 120; c++) await threeTurns(state, c);
     const sizes = state.sizes();
-    expect(sizes.conversations).toBe(50);
-    expect(sizes.requests).toBe(50 * each.requests);
-    expect(sizes.keys).toBeLessThanOrEqual(50 * each.keys);
-    expect(sizes.responses).toBe(50 * each.responses);
-    expect(sizes.fixStates).toBeLessThanOrEqual(50 * each.fixStates);
+    expect(sizes.conversations).toBe(20);
+    expect(sizes.requests).toBe(20 * each.requests);
+    expect(sizes.keys).toBeLessThanOrEqual(20 * each.keys);
+    expect(sizes.responses).toBe(20 * each.responses);
+    expect(sizes.fixStates).toBeLessThanOrEqual(20 * each.fixStates);
     // The latest conversations still continue, with their fix state.
     const last = appendUserTurn(
       appendUserTurn(
-        appendUserTurn(agentConversation({ turns: 1, seed: 400 }), 'turn 0 of 399: go on'),
-        'turn 1 of 399: go on',
+        appendUserTurn(agentConversation({ turns: 1, seed: 120 }), 'turn 0 of 119: go on'),
+        'turn 1 of 119: go on',
       ),
-      'turn 2 of 399: go on',
+      'turn 2 of 119: go on',
     );
     const p = await state.prepare('next', prefixOf(last), {}, T0 + 500_000);
     expect(p.ok && p.tracked.resolution.relation).toBe('continues');
