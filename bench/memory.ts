@@ -12,7 +12,7 @@
 //   into DIR after each step (node --heapsnapshot-signal), to diff by constructor.
 
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
@@ -113,7 +113,17 @@ async function health(url: string): Promise<Health> {
  * The live heap, not the garbage: one 8 MB request makes the proxy run its own full collection once it has
  * been quiet for a second (proxy/memory-release.ts, at most every 10 s), then health is read.
  */
-async function settled(url: string, pool: Pool): Promise<Health> {
+async function settled(url: string, pool: Pool, dir: string): Promise<Health> {
+  // The state file (with fixes) is written at most once a second after the last turn: let its last write
+  // end first (unchanged for 2.5 s), or its document (10 MB at 10,000 conversations) is counted as live.
+  const file = join(dir, 'state', 'conversations.json');
+  const stamp = () => (existsSync(file) ? statSync(file).mtimeMs : 0);
+  for (let last = stamp(), quiet = 0; quiet < 2_500; ) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = stamp();
+    quiet = now === last ? quiet + 500 : 0;
+    last = now;
+  }
   const big = JSON.stringify({
     model: 'claude-opus-5',
     max_tokens: 16,
@@ -162,7 +172,7 @@ async function snapshot(url: string, child: ChildProcess, label: string): Promis
 async function withProxy<T>(
   sim: string,
   fixes: boolean,
-  run: (url: string, pool: Pool, child: ChildProcess) => Promise<T>,
+  run: (url: string, pool: Pool, child: ChildProcess, dir: string) => Promise<T>,
   bin?: string,
 ): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheward-bench-memory-'));
@@ -175,7 +185,7 @@ async function withProxy<T>(
     proxy = await startCli(args, { node, ...(bin ? { bin } : {}) });
     const pool = new Pool(proxy.url, { connections: CONCURRENCY });
     try {
-      return await run(proxy.url, pool, proxy.child);
+      return await run(proxy.url, pool, proxy.child, dir);
     } finally {
       await pool.close();
     }
@@ -187,10 +197,19 @@ async function withProxy<T>(
 }
 
 /** `conversations` conversations of `requests / conversations` turns each, turn by turn across all of them. */
-async function level(url: string, pool: Pool, first: number, requests: number, conversations: number) {
+async function level(
+  url: string,
+  pool: Pool,
+  dir: string,
+  first: number,
+  requests: number,
+  conversations: number,
+) {
   const turns = Math.round(requests / conversations);
+  const start = performance.now();
   for (let t = 0; t < turns; t++) await pooled(conversations, (i) => send(pool, body(first + i, t)));
-  return settled(url, pool);
+  const ms = performance.now() - start;
+  return { h: await settled(url, pool, dir), ms };
 }
 
 async function main() {
@@ -205,11 +224,10 @@ async function main() {
     console.log('--- | --- | --- | --- | ---');
     for (const [requests, conversations] of levels) {
       for (const fixes of [false, true]) {
-        await withProxy(sim.url, fixes, async (url, pool) => {
+        await withProxy(sim.url, fixes, async (url, pool, _child, dir) => {
           const start = await health(url);
-          const t = performance.now();
-          const h = await level(url, pool, 0, requests, conversations);
-          const rate = requests / ((performance.now() - t - 4_000) / 1000);
+          const { h, ms } = await level(url, pool, dir, 0, requests, conversations);
+          const rate = requests / (ms / 1000);
           console.log(
             `${requests.toLocaleString('en-US')} | ${conversations.toLocaleString('en-US')} | ${fixes ? 'tools-freeze,pin-reminders' : 'none'} | ${fmt(h)} (idle at start: RSS ${(start.memory.rss / MB).toFixed(0)} MB) | ${rate.toFixed(0)}`,
           );
@@ -229,14 +247,14 @@ async function main() {
     // With CACHEWARD_BASE_BIN, an older build runs beside this one, step by step in turn (same machine load).
     const builds: Array<[string, string | undefined]> = [['this build', undefined]];
     if (BASE_BIN) builds.push([`base (${BASE_BIN})`, BASE_BIN]);
-    type Running = { name: string; url: string; pool: Pool; child: ChildProcess };
+    type Running = { name: string; url: string; pool: Pool; child: ChildProcess; dir: string };
     const nest = async (i: number, running: Running[]): Promise<void> => {
       const build = builds[i];
       if (!build) return distinctRun(running);
       await withProxy(
         sim.url,
         true,
-        (url, pool, child) => nest(i + 1, [...running, { name: build[0], url, pool, child }]),
+        (url, pool, child, dir) => nest(i + 1, [...running, { name: build[0], url, pool, child, dir }]),
         build[1],
       );
     };
@@ -248,7 +266,7 @@ async function main() {
         const order = turn % 2 === 0 ? running : [...running].reverse();
         for (const r of order) {
           await pooled(step, (i) => send(r.pool, body(1_000_000 + done + i, 0)));
-          const h = await settled(r.url, r.pool);
+          const h = await settled(r.url, r.pool, r.dir);
           console.log(`- ${r.name}, after ${(done + step).toLocaleString('en-US')}: ${fmt(h)}`);
           await snapshot(r.url, r.child, `${r.name} after ${done + step}`);
         }
