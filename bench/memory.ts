@@ -158,8 +158,15 @@ async function snapshot(url: string, child: ChildProcess, label: string): Promis
   child.kill('SIGUSR2');
   for (;;) {
     await new Promise((r) => setTimeout(r, 1_000));
-    // The snapshot is written on the proxy's main thread: it answers health once the file is complete.
-    await health(url);
+    // The snapshot is written on the proxy's main thread: it answers health once the file is complete
+    // (a health call that times out meanwhile is asked again).
+    if (
+      !(await health(url).then(
+        () => true,
+        () => false,
+      ))
+    )
+      continue;
     const file = readdirSync(SNAPSHOTS).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
     if (!file) continue;
     const size = statSync(join(SNAPSHOTS, file)).size;
