@@ -7,16 +7,24 @@
 // Run: npm run bench:memory   (builds first; about 2 minutes on a quiet 2-core machine)
 //   CACHEWARD_BENCH_MEMORY=full adds the 100,000-request level (20,000 conversations) and takes the distinct
 //   conversations to 100,000 (10+ minutes: run it once for the README).
+//   CACHEWARD_BENCH_MEMORY=distinct runs only the distinct-conversation part, CACHEWARD_BENCH_DISTINCT of them
+//   (default 40,000) in steps of 10,000; CACHEWARD_BENCH_SNAPSHOTS=DIR writes a heap snapshot of the proxy
+//   into DIR after each step (node --heapsnapshot-signal), to diff by constructor.
 
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { AGENT_TOOL_NAMES, anthropicTool } from '../src/demo/agent-conversation.js';
 import { machineLine, startCli } from './support.js';
 
-const FULL = process.env.CACHEWARD_BENCH_MEMORY === 'full';
+const MODE = process.env.CACHEWARD_BENCH_MEMORY;
+const FULL = MODE === 'full';
+const DISTINCT_ONLY = MODE === 'distinct';
+const SNAPSHOTS = process.env.CACHEWARD_BENCH_SNAPSHOTS;
+/** An older build (its dist/cli/bin.js) to run beside this one in the distinct-conversation part. */
+const BASE_BIN = process.env.CACHEWARD_BASE_BIN;
 const CONCURRENCY = 32;
 const HEADERS = {
   'content-type': 'application/json',
@@ -90,6 +98,7 @@ interface Health {
     rss: number;
     heapUsed: number;
     heapTotal: number;
+    external: number;
     arrayBuffers: number;
     conversations: number;
     requests: number;
@@ -104,7 +113,17 @@ async function health(url: string): Promise<Health> {
  * The live heap, not the garbage: one 8 MB request makes the proxy run its own full collection once it has
  * been quiet for a second (proxy/memory-release.ts, at most every 10 s), then health is read.
  */
-async function settled(url: string, pool: Pool): Promise<Health> {
+async function settled(url: string, pool: Pool, dir: string): Promise<Health> {
+  // The state file (with fixes) is written at most once a second after the last turn: let its last write
+  // end first (unchanged for 2.5 s), or its document (10 MB at 10,000 conversations) is counted as live.
+  const file = join(dir, 'state', 'conversations.json');
+  const stamp = () => (existsSync(file) ? statSync(file).mtimeMs : 0);
+  for (let last = stamp(), quiet = 0; quiet < 2_500; ) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = stamp();
+    quiet = now === last ? quiet + 500 : 0;
+    last = now;
+  }
   const big = JSON.stringify({
     model: 'claude-opus-5',
     max_tokens: 16,
@@ -113,27 +132,67 @@ async function settled(url: string, pool: Pool): Promise<Health> {
   // Its answer does not matter (the simulator refuses a prompt past the context window): it went through.
   const res = await pool.request({ path: '/v1/messages', method: 'POST', headers: HEADERS, body: big });
   await res.body.arrayBuffer();
+  // Two small count_tokens calls after it, so the prefix builder's last two bodies (what it extends from)
+  // are not the 8 MB one: the figures are the state's, not this probe's. Neither is a turn: nothing is
+  // committed, so no state-file write runs while the heap is read.
+  for (let i = 0; i < 2; i++) {
+    const r = await pool.request({
+      path: '/v1/messages/count_tokens',
+      method: 'POST',
+      headers: HEADERS,
+      body: body(999_000 + i, 0),
+    });
+    await r.body.arrayBuffer();
+  }
   await new Promise((r) => setTimeout(r, 4_000));
   return health(url);
 }
 
 const fmt = (h: Health) =>
-  `RSS ${(h.memory.rss / MB).toFixed(0)} MB, heap ${(h.memory.heapUsed / MB).toFixed(0)} of ${(h.memory.heapTotal / MB).toFixed(0)} MB, buffers ${(h.memory.arrayBuffers / MB).toFixed(0)} MB, ${h.memory.conversations.toLocaleString('en-US')} conversations held`;
+  `RSS ${(h.memory.rss / MB).toFixed(0)} MB, heap ${(h.memory.heapUsed / MB).toFixed(0)} of ${(h.memory.heapTotal / MB).toFixed(0)} MB, external ${(h.memory.external / MB).toFixed(0)} MB (buffers ${(h.memory.arrayBuffers / MB).toFixed(0)}), ${h.memory.conversations.toLocaleString('en-US')} conversations held`;
+
+/** Has the proxy write a heap snapshot into SNAPSHOTS (named by `label`) and waits until it is complete. */
+async function snapshot(url: string, child: ChildProcess, label: string): Promise<void> {
+  if (!SNAPSHOTS) return;
+  const before = new Set(readdirSync(SNAPSHOTS));
+  child.kill('SIGUSR2');
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1_000));
+    // The snapshot is written on the proxy's main thread: it answers health once the file is complete
+    // (a health call that times out meanwhile is asked again).
+    if (
+      !(await health(url).then(
+        () => true,
+        () => false,
+      ))
+    )
+      continue;
+    const file = readdirSync(SNAPSHOTS).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
+    if (!file) continue;
+    const size = statSync(join(SNAPSHOTS, file)).size;
+    if (size === 0) continue;
+    console.log(`  (heap snapshot ${label}: ${join(SNAPSHOTS, file)}, ${(size / MB).toFixed(0)} MB)`);
+    return;
+  }
+}
 
 async function withProxy<T>(
   sim: string,
   fixes: boolean,
-  run: (url: string, pool: Pool) => Promise<T>,
+  run: (url: string, pool: Pool, child: ChildProcess, dir: string) => Promise<T>,
+  bin?: string,
 ): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheward-bench-memory-'));
   const args = ['proxy', '--port', '0', '--upstream', sim, '--dir', dir, '--quiet'];
   if (fixes) args.push('--fix', 'tools-freeze,pin-reminders');
   let proxy: { child: ChildProcess; url: string } | undefined;
   try {
-    proxy = await startCli(args);
+    if (SNAPSHOTS) mkdirSync(SNAPSHOTS, { recursive: true });
+    const node = SNAPSHOTS ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${SNAPSHOTS}`] : [];
+    proxy = await startCli(args, { node, ...(bin ? { bin } : {}) });
     const pool = new Pool(proxy.url, { connections: CONCURRENCY });
     try {
-      return await run(proxy.url, pool);
+      return await run(proxy.url, pool, proxy.child, dir);
     } finally {
       await pool.close();
     }
@@ -145,10 +204,19 @@ async function withProxy<T>(
 }
 
 /** `conversations` conversations of `requests / conversations` turns each, turn by turn across all of them. */
-async function level(url: string, pool: Pool, first: number, requests: number, conversations: number) {
+async function level(
+  url: string,
+  pool: Pool,
+  dir: string,
+  first: number,
+  requests: number,
+  conversations: number,
+) {
   const turns = Math.round(requests / conversations);
+  const start = performance.now();
   for (let t = 0; t < turns; t++) await pooled(conversations, (i) => send(pool, body(first + i, t)));
-  return settled(url, pool);
+  const ms = performance.now() - start;
+  return { h: await settled(url, pool, dir), ms };
 }
 
 async function main() {
@@ -156,20 +224,17 @@ async function main() {
   const sim = await startCli(['sim', '--port', '0']);
   const t0 = performance.now();
   try {
-    const levels: Array<[number, number]> = [
-      [2_000, 200],
-      [20_000, 2_000],
-      ...(FULL ? ([[100_000, 20_000]] as Array<[number, number]>) : []),
-    ];
+    const levels: Array<[number, number]> = DISTINCT_ONLY
+      ? []
+      : [[2_000, 200], [20_000, 2_000], ...(FULL ? ([[100_000, 20_000]] as Array<[number, number]>) : [])];
     console.log('\nrequests | conversations | fixes | after | req/s');
     console.log('--- | --- | --- | --- | ---');
     for (const [requests, conversations] of levels) {
       for (const fixes of [false, true]) {
-        await withProxy(sim.url, fixes, async (url, pool) => {
+        await withProxy(sim.url, fixes, async (url, pool, _child, dir) => {
           const start = await health(url);
-          const t = performance.now();
-          const h = await level(url, pool, 0, requests, conversations);
-          const rate = requests / ((performance.now() - t - 4_000) / 1000);
+          const { h, ms } = await level(url, pool, dir, 0, requests, conversations);
+          const rate = requests / (ms / 1000);
           console.log(
             `${requests.toLocaleString('en-US')} | ${conversations.toLocaleString('en-US')} | ${fixes ? 'tools-freeze,pin-reminders' : 'none'} | ${fmt(h)} (idle at start: RSS ${(start.memory.rss / MB).toFixed(0)} MB) | ${rate.toFixed(0)}`,
           );
@@ -177,18 +242,44 @@ async function main() {
       }
     }
     // Distinct conversations, one request each (the worst case for per-conversation state), with fixes.
-    const distinct = FULL ? 100_000 : 15_000;
-    const step = distinct / (FULL ? 5 : 3);
+    const distinct = DISTINCT_ONLY
+      ? Number(process.env.CACHEWARD_BENCH_DISTINCT ?? 40_000)
+      : FULL
+        ? 100_000
+        : 15_000;
+    const step = DISTINCT_ONLY ? 10_000 : distinct / (FULL ? 5 : 3);
     console.log(
       `\n${distinct.toLocaleString('en-US')} distinct conversations, one request each, with fixes:`,
     );
-    await withProxy(sim.url, true, async (url, pool) => {
-      console.log(`- idle: ${fmt(await health(url))}`);
+    // With CACHEWARD_BASE_BIN, an older build runs beside this one, step by step in turn (same machine load).
+    const builds: Array<[string, string | undefined]> = [['this build', undefined]];
+    if (BASE_BIN) builds.push([`base (${BASE_BIN})`, BASE_BIN]);
+    type Running = { name: string; url: string; pool: Pool; child: ChildProcess; dir: string };
+    const nest = async (i: number, running: Running[]): Promise<void> => {
+      const build = builds[i];
+      if (!build) return distinctRun(running);
+      await withProxy(
+        sim.url,
+        true,
+        (url, pool, child, dir) => nest(i + 1, [...running, { name: build[0], url, pool, child, dir }]),
+        build[1],
+      );
+    };
+    const distinctRun = async (running: Running[]) => {
+      for (const r of running) console.log(`- ${r.name}, idle: ${fmt(await health(r.url))}`);
       for (let done = 0; done < distinct; done += step) {
-        await pooled(step, (i) => send(pool, body(1_000_000 + done + i, 0)));
-        console.log(`- after ${(done + step).toLocaleString('en-US')}: ${fmt(await settled(url, pool))}`);
+        const turn = done / step;
+        // Alternate which build goes first, so neither always runs on the busier half of the step.
+        const order = turn % 2 === 0 ? running : [...running].reverse();
+        for (const r of order) {
+          await pooled(step, (i) => send(r.pool, body(1_000_000 + done + i, 0)));
+          const h = await settled(r.url, r.pool, r.dir);
+          console.log(`- ${r.name}, after ${(done + step).toLocaleString('en-US')}: ${fmt(h)}`);
+          await snapshot(r.url, r.child, `${r.name} after ${done + step}`);
+        }
       }
-    });
+    };
+    await nest(0, []);
   } finally {
     sim.child.kill('SIGTERM');
     await new Promise((r) => sim.child.once('exit', r));

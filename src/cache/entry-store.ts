@@ -17,7 +17,10 @@ export interface CacheEntry {
 
 /** Options for an {@link EntryStore}. */
 export interface EntryStoreOptions {
-  /** The most entries kept; past it the oldest-expiring go first. Default 2,000,000. */
+  /**
+   * The most entries kept; past it the oldest-expiring go first. Default 2,000,000. Expired entries are
+   * remembered (to name what a miss lost) up to a quarter of it, at most 100,000.
+   */
   maxEntries?: number;
 }
 
@@ -34,11 +37,20 @@ export class EntryStore {
   private readonly expiredEntries = new Map<string, CacheEntry>();
   private readonly buckets = new Map<number, Set<string>>();
   private readonly max: number;
+  private readonly maxExpired: number;
   private swept = Number.NEGATIVE_INFINITY;
   readonly stats = { writes: 0, reads: 0, evicted: 0, expired: 0 };
 
   constructor(options: EntryStoreOptions = {}) {
     this.max = options.maxEntries ?? 2_000_000;
+    // A quarter of the live bound, at most 100,000: a long-running store (the proxy's live analysis, 100,000
+    // entries) would otherwise go on growing by every entry that expired until it held twice its bound.
+    this.maxExpired = Math.min(Math.floor(this.max / 4), 100_000);
+  }
+
+  /** How many entries are held: live (or expired, not yet swept) and remembered after they expired. */
+  sizes(): { entries: number; expired: number } {
+    return { entries: this.entries.size, expired: this.expiredEntries.size };
   }
 
   get size(): number {
@@ -142,7 +154,7 @@ export class EntryStore {
   private remember(e: CacheEntry): void {
     this.expiredEntries.delete(e.key);
     this.expiredEntries.set(e.key, e);
-    if (this.expiredEntries.size > Math.min(this.max, 100_000)) {
+    if (this.expiredEntries.size > this.maxExpired) {
       const oldest = this.expiredEntries.keys().next().value;
       if (oldest !== undefined) this.expiredEntries.delete(oldest);
     }

@@ -83,6 +83,11 @@ export interface MemoryConversationStoreOptions {
   maxKeys?: number;
   /** The most conversations (and labels) remembered. Default `maxRequests`. */
   maxConversations?: number;
+  /**
+   * Told of each request the store forgets (pushed out, expired, or gone with its conversation), so what
+   * is kept beside it by request id (fix state) goes too.
+   */
+  onForget?: (request: string) => void;
 }
 
 /** What survives a restart: each recent conversation's latest request, enough to continue it. */
@@ -92,7 +97,11 @@ export interface ConversationSnapshot {
   requests: RequestNode[];
 }
 
-/** The in-memory store, bounded: memory stays flat however many conversations pass. */
+/**
+ * The in-memory store, bounded: memory stays flat however many conversations pass. A request goes with
+ * its conversation, and its index keys and response id go with it: nothing is left of a forgotten
+ * conversation to fill the indexes' own caps (they are only the backstop).
+ */
 export class MemoryConversationStore implements ConversationStore {
   private readonly requests: LruMap<RequestNode>;
   private readonly conversations: LruMap<ConversationInfo>;
@@ -100,6 +109,15 @@ export class MemoryConversationStore implements ConversationStore {
   private readonly passing: LruMap<PassingEntry>;
   private readonly labels: LruMap<string>;
   private readonly responses: LruMap<string>;
+  /**
+   * What ties a request to the rest, kept lean (two map entries per request, one list per conversation):
+   * the conversation each request is listed under, each conversation's requests, and the passing keys a
+   * request wrote (its ending key is its `final.transcript`).
+   */
+  private readonly listedUnder = new Map<string, string>();
+  private readonly members = new Map<string, string[]>();
+  private readonly passingKeys = new Map<string, string[]>();
+  private readonly onForget: ((request: string) => void) | undefined;
   /** The expiry given to what is written from now on (see {@link stamp}); none: kept until pushed out. */
   private expiresAt: number | undefined;
 
@@ -107,12 +125,60 @@ export class MemoryConversationStore implements ConversationStore {
     const maxRequests = options.maxRequests ?? 200_000;
     const maxKeys = options.maxKeys ?? 1_000_000;
     const maxConversations = options.maxConversations ?? maxRequests;
-    this.requests = new LruMap(maxRequests);
-    this.conversations = new LruMap(maxConversations);
+    this.onForget = options.onForget;
+    this.requests = new LruMap(maxRequests, (id, node) => this.forgetRequest(id, node));
+    this.conversations = new LruMap(maxConversations, (id) => this.forgetConversation(id));
     this.endings = new LruMap(maxKeys);
     this.passing = new LruMap(maxKeys);
     this.labels = new LruMap(maxConversations);
     this.responses = new LruMap(maxRequests);
+  }
+
+  /** A conversation went: so do its requests. */
+  private forgetConversation(id: string): void {
+    const held = this.members.get(id);
+    if (!held) return;
+    this.members.delete(id);
+    for (const r of held) {
+      if (this.listedUnder.get(r) !== id) continue;
+      const node = this.requests.peek(r);
+      this.requests.delete(r);
+      this.forgetRequest(r, node);
+    }
+  }
+
+  /** A request went: its index keys (those still naming it), its response id and its listing go. */
+  private forgetRequest(id: string, node: RequestNode | undefined): void {
+    const conversation = this.listedUnder.get(id);
+    if (conversation !== undefined) {
+      this.listedUnder.delete(id);
+      this.unlist(conversation, id);
+    }
+    const ending = node?.final?.transcript;
+    if (ending !== undefined) {
+      const list = this.endings.peek(ending);
+      const at = list ? list.indexOf(id) : -1;
+      // In place: the key keeps its age and expiry (lists are only read synchronously).
+      if (list && at >= 0) list.splice(at, 1);
+      if (list?.length === 0) this.endings.delete(ending);
+    }
+    const passing = this.passingKeys.get(id);
+    if (passing) {
+      this.passingKeys.delete(id);
+      for (const key of passing) if (this.passing.peek(key)?.request === id) this.passing.delete(key);
+    }
+    const response = node?.response;
+    if (response !== undefined && this.responses.peek(response) === id) this.responses.delete(response);
+    this.onForget?.(id);
+  }
+
+  private unlist(conversation: string, id: string): void {
+    const held = this.members.get(conversation);
+    if (!held) return;
+    // Requests go oldest first: the one leaving is nearly always at the front.
+    const at = held.indexOf(id);
+    if (at >= 0) held.splice(at, 1);
+    if (held.length === 0) this.members.delete(conversation);
   }
 
   /** What is written until the next stamp expires at `expiresAt` (a request's time plus its cache's TTL). */
@@ -134,11 +200,19 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   /** How much is held, for bounds checks and health. */
-  sizes(): { requests: number; conversations: number; keys: number } {
+  sizes(): {
+    requests: number;
+    conversations: number;
+    keys: number;
+    labels: number;
+    responses: number;
+  } {
     return {
       requests: this.requests.size,
       conversations: this.conversations.size,
       keys: this.endings.size + this.passing.size,
+      labels: this.labels.size,
+      responses: this.responses.size,
     };
   }
 
@@ -168,6 +242,15 @@ export class MemoryConversationStore implements ConversationStore {
     return this.requests.get(id);
   }
   putRequest(node: RequestNode): void {
+    const listed = this.listedUnder.get(node.id);
+    if (listed !== node.conversation) {
+      // New, or moved to another conversation (a provisional main line re-named a fork).
+      if (listed !== undefined) this.unlist(listed, node.id);
+      this.listedUnder.set(node.id, node.conversation);
+      const held = this.members.get(node.conversation);
+      if (held) held.push(node.id);
+      else this.members.set(node.conversation, [node.id]);
+    }
     this.requests.set(node.id, node, this.expiresAt);
   }
   conversation(id: string): ConversationInfo | undefined {
@@ -198,6 +281,11 @@ export class MemoryConversationStore implements ConversationStore {
   }
   addPassing(transcript: string, entry: PassingEntry): void {
     this.passing.set(transcript, entry, this.expiresAt);
+    // Noted only for a request still held (its keys go with it).
+    if (!this.listedUnder.has(entry.request)) return;
+    const keys = this.passingKeys.get(entry.request);
+    if (!keys) this.passingKeys.set(entry.request, [transcript]);
+    else if (keys[keys.length - 1] !== transcript) keys.push(transcript);
   }
   labelSeen(label: string): boolean {
     return this.labels.get(label) !== undefined;
@@ -212,9 +300,11 @@ export class MemoryConversationStore implements ConversationStore {
     return this.responses.get(responseId);
   }
   addResponse(responseId: string, request: string): void {
-    this.responses.set(responseId, request, this.expiresAt);
     const node = this.requests.get(request);
-    if (node && node.response !== responseId) {
+    // A request already forgotten cannot be a parent: its response id would only take room.
+    if (!node) return;
+    this.responses.set(responseId, request, this.expiresAt);
+    if (node.response !== responseId) {
       node.response = responseId;
       this.putRequest(node);
     }

@@ -12,7 +12,14 @@ export class LruMap<V> {
   private youngest: string | undefined;
   /** No entry expires before this (a lower bound): {@link prune} before it has nothing to look at. */
   private earliest = Number.POSITIVE_INFINITY;
-  constructor(readonly max: number) {}
+  /**
+   * `onEvict` hears of every entry the map drops by itself (past the cap, or expired at {@link prune}), not
+   * of explicit deletes: what an entry owns elsewhere can go with it.
+   */
+  constructor(
+    readonly max: number,
+    private readonly onEvict?: (key: string, value: V) => void,
+  ) {}
 
   get size(): number {
     return this.map.size;
@@ -38,10 +45,16 @@ export class LruMap<V> {
       if (expiresAt < this.earliest) this.earliest = expiresAt;
     } else this.expiry.delete(k);
     while (this.map.size > this.max) {
-      const oldest = this.map.keys().next().value;
+      const oldest = this.map.entries().next().value;
       if (oldest === undefined) break;
-      this.delete(oldest);
+      this.delete(oldest[0]);
+      this.onEvict?.(oldest[0], oldest[1]);
     }
+  }
+
+  /** The value at `k` without making it the youngest. */
+  peek(k: string): V | undefined {
+    return this.map.get(k);
   }
 
   delete(k: string): void {
@@ -76,7 +89,9 @@ export class LruMap<V> {
     // Having seen every entry, the bound is exact again; otherwise it stays (a bound still).
     if (whole) this.earliest = next;
     for (const k of gone) {
+      const v = this.map.get(k) as V;
       this.delete(k);
+      this.onEvict?.(k, v);
       dropped++;
     }
     return dropped;

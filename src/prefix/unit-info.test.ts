@@ -25,6 +25,11 @@ describe('UnitReader memo (issue 14: 300k messages took 21.9 s)', () => {
     expect(b.units.memoSize().size).toBeGreaterThanOrEqual(900);
   });
 
+  it('is bounded by default at 50,000 units (about 10 MB), the most a long-running proxy holds', () => {
+    // The eviction itself is the test above, at a bound of 1,000.
+    expect(new PrefixBuilder().units.memoSize()).toEqual({ size: 0, limit: 50_000 });
+  });
+
   it('keeps the newest units: re-reading the tail computes nothing new', () => {
     const b = new PrefixBuilder({ memoEntries: 1000 });
     b.parse(body(0, 5000), { format: 'openai-responses' });

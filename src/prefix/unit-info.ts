@@ -43,9 +43,16 @@ export interface ToolParts {
 /** Options for a {@link UnitReader}. */
 export interface UnitReaderOptions {
   estimateTokens?: TokenEstimator;
-  /** How many distinct units to remember (least recently used go first). Default 100,000. */
+  /**
+   * How many distinct units to remember (oldest go first). Default 50,000: about 200 bytes each, 10 MB in
+   * all. The memo only saves a unit's token estimate and flags (its identity is hashed every time), so a
+   * larger one buys little and holds memory a long-running proxy never gives back.
+   */
   memoEntries?: number;
 }
+
+/** The memo's default bound (see {@link UnitReaderOptions.memoEntries}). */
+export const DEFAULT_MEMO_ENTRIES = 50_000;
 
 const MARKER_KEYS = ['cache_control', 'prompt_cache_breakpoint'] as const;
 const IMAGE_NEEDLE = Buffer.from('"type":"image"');
@@ -74,7 +81,7 @@ export class UnitReader {
 
   constructor(options: UnitReaderOptions = {}) {
     this.estimate = options.estimateTokens ?? defaultTokenEstimator;
-    this.limit = options.memoEntries ?? 100_000;
+    this.limit = options.memoEntries ?? DEFAULT_MEMO_ENTRIES;
   }
 
   read(bytes: Buffer, unit: RawUnit, format: WireFormat): UnitInfo {

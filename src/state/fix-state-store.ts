@@ -41,6 +41,11 @@ export class FixStateStore {
     this.states.set(request, kept, expiresAt);
   }
 
+  /** Forgets `request`'s states (its conversation was forgotten: nothing can start from them). */
+  delete(request: string): void {
+    this.states.delete(request);
+  }
+
   /** Forgets states that expired by `now`. */
   prune(now: number): void {
     this.states.prune(now);

@@ -52,7 +52,16 @@ export class MemoryProxyState implements ProxyState {
     // A conversation holds its tip, a few earlier requests (forks and rewinds find them) and the transcript
     // keys of its messages: the bounds are in those proportions.
     this.local = new ConversationTracker(
-      new MemoryConversationStore({ maxConversations: max, maxRequests: max * 4, maxKeys: max * 16 }),
+      new MemoryConversationStore({
+        maxConversations: max,
+        maxRequests: max * 4,
+        maxKeys: max * 16,
+        // A request the store forgot can never be a parent again: its fix state goes with it.
+        onForget: (request) => {
+          this.fixStates.delete(request);
+          this.forwardedPairs.delete(request);
+        },
+      }),
     );
     this.fixStates = new FixStateStore({ maxRequests: max * 2 });
     // A folder that cannot be written keeps state in memory only: said once, and on the health endpoint.
@@ -99,6 +108,11 @@ export class MemoryProxyState implements ProxyState {
   }
 
   started(): void {}
+
+  /** How much is held against the bounds (tests, health). */
+  sizes(): ReturnType<MemoryConversationStore['sizes']> & { fixStates: number } {
+    return { ...this.local.store.sizes(), fixStates: this.fixStates.size };
+  }
 
   health(): StateHealth {
     return {

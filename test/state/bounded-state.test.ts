@@ -54,6 +54,21 @@ describe('LruMap ages entries out', () => {
   });
 });
 
+describe('LruMap tells what it drops by itself', () => {
+  it('hears of entries pushed out or expired, not of explicit deletes', () => {
+    const dropped: string[] = [];
+    const m = new LruMap<number>(2, (k, v) => dropped.push(`${k}=${v}`));
+    m.set('a', 1, 100);
+    m.set('b', 2);
+    m.set('c', 3, 50);
+    m.delete('b');
+    m.set('d', 4);
+    expect(m.prune(60)).toBe(1);
+    expect(dropped).toEqual(['a=1', 'c=3']);
+    expect(m.peek('d')).toBe(4);
+  });
+});
+
 describe('the proxy state is bounded', () => {
   it('remembers at most maxConversations conversations however many pass', async () => {
     const state = new MemoryProxyState({ maxConversations: 50 });
@@ -63,6 +78,44 @@ describe('the proxy state is bounded', () => {
     expect(sizes.conversations).toBe(50);
     expect(sizes.requests).toBeLessThanOrEqual(200);
     expect(sizes.keys).toBeLessThanOrEqual(2 * 800);
+  });
+
+  it('forgets a conversation whole: its requests, index keys, response ids and fix state go with it', async () => {
+    // What one conversation of three turns holds, alone.
+    const one = new MemoryProxyState({ maxConversations: 20 });
+    const threeTurns = async (state: MemoryProxyState, c: number) => {
+      let body = agentConversation({ turns: 1, seed: c + 1 });
+      for (let t = 0; t < 3; t++) {
+        const id = `r${c}-${t}`;
+        await turn(state, id, body, T0 + c * 1000 + t);
+        state.local.store.addResponse(`msg_${id}`, id);
+        body = appendUserTurn(body, `turn ${t} of ${c}: go on`);
+      }
+    };
+    await threeTurns(one, 0);
+    const each = one.sizes();
+    expect(each.requests).toBe(3);
+    // 120 conversations through a state that holds 20: what is held is 20 conversations' worth, not the
+    // indexes' own caps (80 requests, 320 keys) filled with what forgotten conversations left behind.
+    const state = new MemoryProxyState({ maxConversations: 20 });
+    for (let c = 0; c < 120; c++) await threeTurns(state, c);
+    const sizes = state.sizes();
+    expect(sizes.conversations).toBe(20);
+    expect(sizes.requests).toBe(20 * each.requests);
+    expect(sizes.keys).toBeLessThanOrEqual(20 * each.keys);
+    expect(sizes.responses).toBe(20 * each.responses);
+    expect(sizes.fixStates).toBeLessThanOrEqual(20 * each.fixStates);
+    // The latest conversations still continue, with their fix state.
+    const last = appendUserTurn(
+      appendUserTurn(
+        appendUserTurn(agentConversation({ turns: 1, seed: 120 }), 'turn 0 of 119: go on'),
+        'turn 1 of 119: go on',
+      ),
+      'turn 2 of 119: go on',
+    );
+    const p = await state.prepare('next', prefixOf(last), {}, T0 + 500_000);
+    expect(p.ok && p.tracked.resolution.relation).toBe('continues');
+    expect(p.ok && p.states?.get('tools-freeze')).toBeTruthy();
   });
 
   it('forgets an Anthropic conversation after 1 h (its cache cannot hold it longer), not before', async () => {
