@@ -354,6 +354,24 @@ describe('PrefixBuilder kept bodies', () => {
     expect(builder.parse(bytes(fresh)).blocks).toEqual(new PrefixBuilder().parse(bytes(fresh)).blocks);
   });
 
+  it('keeps one place per conversation: a request that extends its previous one supersedes it', () => {
+    const builder = new PrefixBuilder();
+    let conv = agentConversation({ turns: 4, seed: 7 });
+    builder.parse(bytes(conv));
+    for (let i = 0; i < 10; i++) {
+      conv = appendUserTurn(conv, `turn ${i}`);
+      builder.parse(bytes(conv));
+    }
+    // Eleven turns of one conversation take one place, not eleven (the list would fill with old turns).
+    expect(builder.keptSize().bodies).toBe(1);
+    const other = agentConversation({ turns: 4, seed: 8 });
+    builder.parse(bytes(other));
+    expect(builder.keptSize().bodies).toBe(2);
+    // An older turn resent (a retry, a fork) still extends from what is kept, with the same blocks.
+    const older = appendUserTurn(agentConversation({ turns: 4, seed: 7 }), 'turn 0');
+    expect(builder.parse(bytes(older)).blocks).toEqual(new PrefixBuilder().parse(bytes(older)).blocks);
+  });
+
   it('keeps at most its bound of bodies and bytes, and always the newest two', () => {
     const bodies = Array.from({ length: 12 }, (_, i) => bytes(agentConversation({ turns: 2, seed: i })));
     const size = bodies[0]?.length ?? 0;

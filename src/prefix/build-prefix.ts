@@ -446,7 +446,17 @@ export class PrefixBuilder {
       }
       levels[level] = { start, end: blocks.length, params: params[level], foldHash };
     }
-    this.keep(body, infos, { unitBlock, chainStates, transcriptStates, levels, billing }, scannedFrom);
+    // A body that holds all of its base's units but its last (the turn the client appended after it, the
+    // cache marker moved on) supersedes it: the next request of the conversation extends this one, so the
+    // base stops taking a place in the kept list (which then holds conversations, not their old turns).
+    const superseded = base && shared >= base.body.units.length - 1 ? base.body : undefined;
+    this.keep(
+      body,
+      infos,
+      { unitBlock, chainStates, transcriptStates, levels, billing },
+      scannedFrom,
+      superseded,
+    );
     const model = typeof body.fields.model === 'string' ? body.fields.model : undefined;
     const prefix: Prefix = {
       format: body.format,
@@ -550,6 +560,7 @@ export class PrefixBuilder {
     infos: UnitInfo[],
     built: BuiltBlocks,
     scannedFrom: RequestBody | undefined,
+    superseded?: RequestBody,
   ): void {
     const kept = new PreviousBody(body, infos);
     kept.built = built;
@@ -561,7 +572,7 @@ export class PrefixBuilder {
     const twin =
       from && from.bytes.length === body.bytes.length && from.bytes.equals(body.bytes) ? from : undefined;
     for (const p of this.previous) {
-      if (p.body === body || p.body === twin) continue;
+      if (p.body === body || p.body === twin || p.body === superseded) continue;
       const next = bytes + p.body.bytes.length;
       // The newest two always stay (a client's body and its forwarded one); older ones within the bound.
       if (list.length >= 2 && (list.length >= this.keepBodies || next > this.keepBytes)) break;
