@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
-import { historyShapes } from './anthropic-messages.js';
+import { historyShapes, sameDefinition } from './anthropic-messages.js';
 import { pinReminders } from './pin-reminders.js';
 
 type Json = Record<string, unknown>;
@@ -80,5 +80,35 @@ describe('historyShapes on a growing conversation', () => {
     }
     // The re-serialized request was put back in its first-seen shape.
     expect(reshaped).toBe(1);
+  });
+});
+
+describe('sameDefinition', () => {
+  const tool = {
+    name: 'Read',
+    description: 'Reads a file',
+    input_schema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  };
+
+  it('sets key order, cache markers and defer_loading aside', () => {
+    const reordered = {
+      input_schema: { required: ['path'], properties: { path: { type: 'string' } }, type: 'object' },
+      description: 'Reads a file',
+      name: 'Read',
+      cache_control: { type: 'ephemeral' },
+    };
+    expect(sameDefinition(tool, { ...tool })).toBe(true);
+    expect(sameDefinition(tool, reordered)).toBe(true);
+    expect(sameDefinition(tool, { ...tool, defer_loading: true })).toBe(true);
+  });
+
+  it('tells a changed definition, however small', () => {
+    expect(sameDefinition(tool, { ...tool, description: 'Reads a file.' })).toBe(false);
+    const schema = { ...tool.input_schema, required: [] };
+    expect(sameDefinition(tool, { ...tool, input_schema: schema })).toBe(false);
+    // The same members in another order and one value changed: still a change.
+    expect(
+      sameDefinition(tool, { description: 'Reads a file', name: 'Write', input_schema: tool.input_schema }),
+    ).toBe(false);
   });
 });

@@ -195,7 +195,9 @@ export function sameDefinition(a: Json, b: Json): boolean {
   if (a === b) return true;
   const { cache_control: _a, defer_loading: _da, ...ra } = a;
   const { cache_control: _b, defer_loading: _db, ...rb } = b;
-  return stableJson(ra) === stableJson(rb);
+  // The same members in the same order say the same thing, and native JSON.stringify tells that fast (it
+  // was a sorted stringify of every tool, twice, on each request); only a difference is looked at sorted.
+  return JSON.stringify(ra) === JSON.stringify(rb) || stableJson(ra) === stableJson(rb);
 }
 
 export const TOOL_CHANGES_BETA = 'mid-conversation-tool-changes-2026-07-01';
