@@ -9,56 +9,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { agentConversation } from '../src/demo/agent-conversation.js';
+import { GrowingSession } from './growing-session.js';
 import { machineLine, percentile, SCALE } from './support.js';
 
-type Json = Record<string, unknown>;
-
-/** A session whose requests each append one exchange, the last block marked (as bench/proxy-fixes.ts). */
-class Session {
-  private readonly head: string;
-  private readonly plain: string[];
-  private readonly marked: string[];
-  private readonly ends: number[];
-  private next: number;
-
-  constructor(seed: number, fromBytes: number, steps: number) {
-    let turns = 2;
-    const body = () => agentConversation({ turns, seed, cacheLast: false });
-    while (JSON.stringify(body()).length < fromBytes + (steps / 2 + 2) * 5_000)
-      turns += Math.max(1, turns >> 2);
-    const { messages, ...rest } = body() as { messages: Array<{ role: string; content: Json[] }> };
-    this.head = JSON.stringify({ ...rest, stream: true }).slice(0, -1);
-    this.plain = messages.map((m) => JSON.stringify(m));
-    this.marked = messages.map((m) =>
-      JSON.stringify({
-        ...m,
-        content: m.content.map((b, i) =>
-          i === m.content.length - 1 ? { ...b, cache_control: { type: 'ephemeral' } } : b,
-        ),
-      }),
-    );
-    this.ends = messages.flatMap((m, i) => (m.role === 'user' ? [i] : []));
-    let size = this.head.length;
-    let first = messages.length - 1;
-    for (let i = 0; i < messages.length; i++) {
-      size += (this.plain[i] as string).length + 1;
-      if (size >= fromBytes && messages[i]?.role === 'user') {
-        first = i;
-        break;
-      }
-    }
-    this.next = Math.max(0, this.ends.indexOf(first));
-  }
-
-  take(): Buffer {
-    const end = this.ends[this.next++];
-    if (end === undefined) throw new Error('session exhausted');
-    return Buffer.from(
-      `${this.head},"messages":[${[...this.plain.slice(0, end), this.marked[end]].join(',')}]}`,
-    );
-  }
-}
 
 /** One source tree's fix path: its own builder, state and fixes. */
 interface Path {
@@ -130,9 +83,9 @@ async function main() {
   let n = 0;
   // Warm-up: small sessions, one after another (as a sequential client sends them).
   for (let s = 0; s < Math.round(40 * SCALE) + 2; s++) {
-    const session = new Session(9_000 + s, 20_000, 30);
+    const session = new GrowingSession(9_000 + s, 20_000, 30);
     for (let i = 0; i < 30; i++) {
-      const body = session.take();
+      const body = Buffer.from(session.take());
       for (const p of paths) await p.run(body, `r${n++}`);
     }
   }
@@ -141,11 +94,11 @@ async function main() {
   const times = paths.map(() => new Map<number, Array<{ wall: number; cpu: number }>>());
   for (const size of sizes) {
     for (let s = 0; s < 3; s++) {
-      const session = new Session(size + s, size, steps + 1);
-      const first = session.take();
+      const session = new GrowingSession(size + s, size, steps + 1);
+      const first = Buffer.from(session.take());
       for (const p of paths) await p.run(first, `r${n++}`);
       for (let i = 0; i < steps; i++) {
-        const body = session.take();
+        const body = Buffer.from(session.take());
         for (let k = 0; k < paths.length; k++) {
           // Alternate which tree goes first.
           const j = (i + k) % paths.length;

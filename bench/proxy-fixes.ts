@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { agentConversation } from '../src/demo/agent-conversation.js';
+import { GrowingSession } from './growing-session.js';
 import {
   loopProbeArgs,
   machineLine,
@@ -26,54 +26,6 @@ import {
 
 const HEADERS = { 'content-type': 'application/json', 'x-api-key': 'bench-key' };
 const FIXES = 'tools-freeze,pin-reminders';
-
-/**
- * One session's requests: request k is the conversation up to its k-th user message (a question or a
- * tool result), with the cache marker on its last block, as agents move it. Consecutive requests append.
- */
-class Session {
-  private readonly head: string;
-  private readonly plain: string[];
-  private readonly marked: string[];
-  /** Indices of user messages: a request ends on each. */
-  private readonly ends: number[];
-  private next: number;
-
-  constructor(seed: number, fromBytes: number, steps: number) {
-    let turns = 2;
-    const body = () => agentConversation({ turns, seed, cacheLast: false });
-    // Enough turns for the first request to be `fromBytes` long and `steps` more after it.
-    while (JSON.stringify(body()).length < fromBytes + (steps / 2 + 2) * 5_000)
-      turns += Math.max(1, turns >> 2);
-    const { messages, ...rest } = body() as { messages: Array<{ role: string; content: unknown[] }> };
-    this.head = JSON.stringify({ ...rest, stream: true }).slice(0, -1);
-    this.plain = messages.map((m) => JSON.stringify(m));
-    this.marked = messages.map((m) => {
-      const content = m.content.map((b, i) =>
-        i === m.content.length - 1 ? { ...(b as object), cache_control: { type: 'ephemeral' } } : b,
-      );
-      return JSON.stringify({ ...m, content });
-    });
-    this.ends = messages.flatMap((m, i) => (m.role === 'user' ? [i] : []));
-    let size = this.head.length;
-    let first = messages.length - 1;
-    for (let i = 0; i < messages.length; i++) {
-      size += (this.plain[i] as string).length + 1;
-      if (size >= fromBytes && messages[i]?.role === 'user') {
-        first = i;
-        break;
-      }
-    }
-    this.next = Math.max(0, this.ends.indexOf(first));
-  }
-
-  /** The next request's body (each extends the one before). */
-  take(): string {
-    const end = this.ends[this.next++];
-    if (end === undefined) throw new Error('session exhausted');
-    return `${this.head},"messages":[${[...this.plain.slice(0, end), this.marked[end]].join(',')}]}`;
-  }
-}
 
 interface Target {
   name: string;
@@ -182,7 +134,7 @@ async function main() {
       await Promise.all(
         Array.from({ length: 4 }, async () => {
           while (left > 0) {
-            const s = new Session(seed++, 20_000, 40);
+            const s = new GrowingSession(seed++, 20_000, 40);
             for (let i = 0; i < 40 && left-- > 0; i++) await timed(t.pool, s.take());
           }
         }),
@@ -196,7 +148,7 @@ async function main() {
       const cpuUsed = targets.map(() => 0);
       // Three sessions per size, their first request (a new conversation) not measured.
       for (let s = 0; s < 3; s++) {
-        const session = new Session(seed++, size, steps + 1);
+        const session = new GrowingSession(seed++, size, steps + 1);
         const first = session.take();
         for (const t of targets) await timed(t.pool, first);
         // CPU is counted over the appended requests only (once the first one's after-response work is done).
