@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { AGENT_TOOL_NAMES, anthropicTool } from '../src/demo/agent-conversation.js';
+import type { ProcessMemory } from '../src/proxy/memory-release.js';
 import { machineLine, startCli } from './support.js';
 
 const MODE = process.env.CACHEWARD_BENCH_MEMORY;
@@ -94,15 +95,7 @@ async function pooled(count: number, job: (i: number) => Promise<void>): Promise
 }
 
 interface Health {
-  memory: {
-    rss: number;
-    heapUsed: number;
-    heapTotal: number;
-    external: number;
-    arrayBuffers: number;
-    conversations: number;
-    requests: number;
-  };
+  memory: ProcessMemory;
 }
 
 async function health(url: string): Promise<Health> {
