@@ -12,7 +12,6 @@ import { pathToFileURL } from 'node:url';
 import { GrowingSession } from './growing-session.js';
 import { machineLine, percentile, SCALE } from './support.js';
 
-
 /** One source tree's fix path: its own builder, state and fixes. */
 interface Path {
   name: string;

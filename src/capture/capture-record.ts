@@ -139,7 +139,7 @@ function capturedBlocks(blocks: readonly PrefixBlock[], capture: (b: PrefixBlock
   }
   const captured = from ? from.captured.slice(0, shared) : [];
   for (let i = shared; i < blocks.length; i++) captured.push(capture(blocks[i] as PrefixBlock));
-  const at = recentCaptures.findIndex((r) => r === from);
+  const at = recentCaptures.indexOf(from as (typeof recentCaptures)[number]);
   if (at >= 0 && shared === (from as { blocks: readonly PrefixBlock[] }).blocks.length)
     recentCaptures.splice(at, 1);
   recentCaptures.unshift({ blocks, captured });
