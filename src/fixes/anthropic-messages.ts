@@ -9,7 +9,7 @@ export { isObj, type Json } from '../core/json.js';
 
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
-import { decodeKey, parseSpan, type ScanNode } from '../wire/json-scan.js';
+import { decodeKey, itemsTakenOver, parseSpan, type ScanNode } from '../wire/json-scan.js';
 import type { FixRequest } from './fix.js';
 
 export type Message = { role: string; content: string | Json[]; [k: string]: unknown };
@@ -116,12 +116,21 @@ export function historyShapes(prefix: Prefix): MessageShape[] | undefined {
   const node = root.members.get('messages');
   if (node?.type !== 'array') return undefined;
   const items = node.items;
-  const shapes: MessageShape[] = new Array(items.length);
+  const memo = shapeMemo(prefix.format);
+  const byList = listMemo(prefix.format);
+  const known = byList.get(items);
+  if (known) return known;
+  // The leading messages the scan took over in one go from an earlier body whose shapes were read: their
+  // shapes are that body's, copied at once (a body that extends it looks only at its new messages).
+  const taken = itemsTakenOver(items);
+  const before = taken ? byList.get(taken.from) : undefined;
+  const leading = before && taken ? Math.min(taken.count, before.length) : 0;
+  const shapes: MessageShape[] = leading ? (before?.slice(0, leading) ?? []) : [];
+  shapes.length = items.length;
   // The first message not known from an earlier body: from it on, shapes are read from the prefix.
   let firstNew = items.length;
-  const memo = shapeMemo(prefix.format);
   const isNew: boolean[] = [];
-  for (let k = 0; k < items.length; k++) {
+  for (let k = leading; k < items.length; k++) {
     const m = items[k] as ScanNode;
     const known = memo.get(m);
     if (known) {
@@ -138,7 +147,10 @@ export function historyShapes(prefix: Prefix): MessageShape[] | undefined {
     isNew[k] = true;
     if (firstNew === items.length) firstNew = k;
   }
-  if (firstNew === items.length) return shapes;
+  if (firstNew === items.length) {
+    byList.set(items, shapes);
+    return shapes;
+  }
   // The new messages' identities, in order: the messages level's blocks from the first new message on.
   const { start, end } = prefix.levels.messages;
   let from = end;
@@ -165,7 +177,19 @@ export function historyShapes(prefix: Prefix): MessageShape[] | undefined {
       );
     memo.set(m, shape);
   }
+  byList.set(items, shapes);
   return shapes;
+}
+
+/** Every message's shapes by the scan's item list they were read from, per format (weak, as above). */
+const listMemos = new Map<string, WeakMap<readonly ScanNode[], MessageShape[]>>();
+function listMemo(format: string): WeakMap<readonly ScanNode[], MessageShape[]> {
+  let memo = listMemos.get(format);
+  if (!memo) {
+    memo = new WeakMap();
+    listMemos.set(format, memo);
+  }
+  return memo;
 }
 
 /**

@@ -340,7 +340,7 @@ export class PrefixBuilder {
 
   /** {@link build} in bounded steps; `scannedFrom` is the body the scan took nodes over from, if any. */
   private *buildSteps(body: RequestBody, scannedFrom?: RequestBody): Generator<void, Prefix> {
-    const { infos, base, shared } = yield* this.readUnitSteps(body, scannedFrom);
+    const { infos, flagged, base, shared } = yield* this.readUnitSteps(body, scannedFrom);
     const flags: DerivedFlags = {
       images: false,
       citations: false,
@@ -350,7 +350,8 @@ export class PrefixBuilder {
       format: body.format,
     };
     const deferredTools: string[] = [];
-    for (const info of infos) {
+    for (const i of flagged) {
+      const info = infos[i] as UnitInfo;
       if (info.hasImage) flags.images = true;
       if (info.citations) flags.citations = true;
       if (info.deferLoading) {
@@ -378,7 +379,7 @@ export class PrefixBuilder {
     const unitBlock: Array<PrefixBlock | undefined> = new Array(body.units.length);
     const chainStates: Array<readonly number[]> = [];
     const transcriptStates: Array<readonly number[]> = [];
-    let reuse = base !== undefined && (base.billing === billing) === true;
+    let reuse = false;
     let resumeFrom = -1;
     const resume = () => {
       if (resumeFrom < 0 || !base) return;
@@ -391,9 +392,43 @@ export class PrefixBuilder {
       chain.reset(running);
       resumeFrom = -1;
       const foldHash = running;
-      if (reuse && base?.levels[level]?.foldHash !== foldHash) reuse = false;
       const start = blocks.length;
-      for (; u < body.units.length && body.units[u]?.level === level; u++) {
+      // Each level takes over base's blocks from its start when everything before it is the same: the same
+      // fold (so the same keys and parameters before it), as many blocks and tokens before it, the same
+      // billing line. A level before it that was built anew (a body whose tools follow its messages: their
+      // bytes moved) does not stop its messages from being taken over.
+      const baseLevel = base?.levels[level];
+      reuse =
+        base !== undefined &&
+        base.billing === billing &&
+        baseLevel !== undefined &&
+        baseLevel.foldHash === foldHash &&
+        baseLevel.start === start &&
+        (base.built?.blocks[start - 1]?.cumulativeTokens ?? 0) === tokens;
+      const levelEnd = levelEndOf(body.units, u, level);
+      for (; u < levelEnd; u++) {
+        if (reuse && base?.built) {
+          // The run of units that are base's very units (the parse took them over): their blocks, chain
+          // and transcript states are base's, copied in bulk without looking into any of them.
+          const built = base.built;
+          const baseUnits = base.body.units;
+          const runEnd = Math.min(shared, levelEnd);
+          const v = sameRunEnd(body.units, baseUnits, u, 0, runEnd);
+          if (v > u) {
+            // A unit has at most one block, in order: the run's blocks are base's from t0 to t1.
+            const [t0, t1] = copyUnitBlocks(built.unitBlock, unitBlock, u, v);
+            if (t0 && t1) {
+              pushAll(blocks, built.blocks, t0.index, t1.index + 1);
+              pushAll(chainStates, built.chainStates, t0.index, t1.index + 1);
+              pushAll(transcriptStates, built.transcriptStates, t0.index, t1.index + 1);
+              running = t1.hash;
+              tokens = t1.cumulativeTokens;
+              resumeFrom = t1.index;
+            }
+            u = v;
+            if (u >= levelEnd) break;
+          }
+        }
         if (u % STEP_ITEMS === STEP_ITEMS - 1) yield;
         const unit = body.units[u];
         const info = infos[u];
@@ -453,7 +488,8 @@ export class PrefixBuilder {
     this.keep(
       body,
       infos,
-      { unitBlock, chainStates, transcriptStates, levels, billing },
+      flagged,
+      { blocks, unitBlock, chainStates, transcriptStates, levels, billing },
       scannedFrom,
       superseded,
     );
@@ -483,7 +519,10 @@ export class PrefixBuilder {
   private *readUnitSteps(
     body: RequestBody,
     scannedFrom: RequestBody | undefined,
-  ): Generator<void, { infos: UnitInfo[]; base: PreviousBody | undefined; shared: number }> {
+  ): Generator<
+    void,
+    { infos: UnitInfo[]; flagged: number[]; base: PreviousBody | undefined; shared: number }
+  > {
     // The body the scan took over first, then the two newest others (a client's body and its forwarded
     // one sit next to each other).
     const prevs: PreviousBody[] = [];
@@ -502,7 +541,37 @@ export class PrefixBuilder {
     const leading = prevs.map(() => 0);
     let misses = 0;
     let stepBytes = 0;
+    const first = prevs[0];
+    // The units whose results set a flag (an image, citations, a deferred or server tool), in order.
+    const flagged: number[] = [];
     for (let i = 0; i < body.units.length; i++) {
+      // The run of units the parse took over from the first body at the place the last match left off
+      // (the very unit objects): their results are that body's, without a test per pass or a byte compare.
+      if (first && first.body === scannedFrom) {
+        const fromUnits = first.body.units;
+        const d = deltas[0] as number;
+        const run = sameRunEnd(body.units, fromUnits, i, d, body.units.length);
+        if (run > i) {
+          // Pointer copies only: the units and their results are not looked into (a long history's
+          // objects lie all over the heap, and touching each one is what costs).
+          copyShifted(first.infos, infos, i, run, d);
+          // How many leading units each body shares at the same index, as the general path counts it.
+          if (d === 0 && leading[0] === i) leading[0] = run;
+          for (let k = d === 0 ? 1 : 0; k < prevs.length; k++) {
+            const other = (prevs[k] as PreviousBody).body;
+            for (let x = i; x < run && leading[k] === x; x++)
+              if (sameUnit(body, body.units[x] as RawUnit, other, x)) leading[k] = x + 1;
+          }
+          // The flagged units among them are the first body's flagged ones in that range.
+          const from = first.flagged;
+          for (let f = firstAtOrAfter(from, i + d); f < from.length && (from[f] as number) < run + d; f++)
+            flagged.push((from[f] as number) - d);
+          this.units.stats.reused += run - i;
+          misses = 0;
+          i = run - 1;
+          continue;
+        }
+      }
       const u = body.units[i] as RawUnit;
       stepBytes += u.span.end - u.span.start;
       if (i % STEP_ITEMS === STEP_ITEMS - 1 || stepBytes >= STEP_BYTES) {
@@ -542,7 +611,8 @@ export class PrefixBuilder {
       if (info) {
         infos[i] = info;
         this.units.stats.reused++;
-      } else infos[i] = this.units.read(body.bytes, u, body.format);
+      } else info = infos[i] = this.units.read(body.bytes, u, body.format);
+      if (isFlagged(info)) flagged.push(i);
     }
     let base: PreviousBody | undefined;
     let shared = 0;
@@ -552,17 +622,18 @@ export class PrefixBuilder {
         shared = leading[k] as number;
       }
     });
-    return { infos, base, shared };
+    return { infos, flagged, base, shared };
   }
 
   private keep(
     body: RequestBody,
     infos: UnitInfo[],
+    flagged: number[],
     built: BuiltBlocks,
     scannedFrom: RequestBody | undefined,
     superseded?: RequestBody,
   ): void {
-    const kept = new PreviousBody(body, infos);
+    const kept = new PreviousBody(body, infos, flagged);
     kept.built = built;
     const list = [kept];
     let bytes = body.bytes.length;
@@ -612,6 +683,84 @@ function probeShared(a: Uint8Array, b: Uint8Array): number {
   return score;
 }
 
+const LEVEL_RANK: Readonly<Record<PrefixLevel, number>> = { tools: 0, system: 1, messages: 2 };
+
+/** The end of `level`'s units from `from` on (units come level by level, in prompt order): a bisection. */
+function levelEndOf(units: readonly RawUnit[], from: number, level: PrefixLevel): number {
+  const rank = LEVEL_RANK[level];
+  let lo = from;
+  let hi = units.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (LEVEL_RANK[(units[mid] as RawUnit).level] <= rank) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// The loops over a long shared run live in plain functions: inside the stepped (generator) build they ran
+// several times slower than these, which V8 optimizes after a few calls.
+
+/** The end of the run from `from` on where `a[i]` is `b[i + d]` (the very same object), at most `end`. */
+function sameRunEnd(
+  a: readonly unknown[],
+  b: readonly unknown[],
+  from: number,
+  d: number,
+  end: number,
+): number {
+  let i = from;
+  while (i < end && a[i] === b[i + d]) i++;
+  return i;
+}
+
+/** `to[i] = from[i + d]` for `i` in `[start, end)`. */
+function copyShifted<T>(from: readonly T[], to: T[], start: number, end: number, d: number): void {
+  for (let i = start; i < end; i++) to[i] = from[i + d] as T;
+}
+
+/** Copies `from[start, end)` to `to` at the same indices; returns the first and last block copied. */
+function copyUnitBlocks(
+  from: ReadonlyArray<PrefixBlock | undefined>,
+  to: Array<PrefixBlock | undefined>,
+  start: number,
+  end: number,
+): [PrefixBlock | undefined, PrefixBlock | undefined] {
+  let t0: PrefixBlock | undefined;
+  let t1: PrefixBlock | undefined;
+  for (let x = start; x < end; x++) {
+    const t = from[x];
+    to[x] = t;
+    if (t) {
+      t1 = t;
+      t0 ??= t;
+    }
+  }
+  return [t0, t1];
+}
+
+/** Appends `from[start, end)` to `to`, a chunk at a time (a spread of many more would overflow the stack). */
+function pushAll<T>(to: T[], from: readonly T[], start: number, end: number): void {
+  for (let at = start; at < end; at++) to.push(from[at] as T);
+}
+
+/** Whether a unit's result sets one of the derived flags (see `buildSteps`). */
+function isFlagged(info: UnitInfo): boolean {
+  return info.hasImage || info.citations || info.deferLoading || info.serverTool !== undefined;
+}
+
+/** The first index of sorted `list` whose value is at least `value`. */
+function firstAtOrAfter(list: readonly number[], value: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((list[mid] as number) < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** Units in a row that no kept body has, after which the kept bodies are not searched for this body. */
 const MAX_MISS_RUN = 16;
 
@@ -630,6 +779,7 @@ function sameUnit(body: RequestBody, u: RawUnit, prev: RequestBody, j: number): 
 
 /** What a build made, per unit and per block, for the next build to take over. */
 interface BuiltBlocks {
+  blocks: readonly PrefixBlock[];
   unitBlock: Array<PrefixBlock | undefined>;
   /** The key chain's and the transcript's state after each block. */
   chainStates: Array<readonly number[]>;
@@ -652,14 +802,15 @@ function sameMessagePlace(u: RawUnit, p: RawUnit | undefined, sharedBytes: boole
   );
 }
 
-/** A body kept to extend from, with an index of its units by length, built on the first miss. */
+/** A body kept to extend from, with what its build made. */
 class PreviousBody {
-  private byLength: Map<number, number[]> | undefined;
   /** What its build made (set once built). */
   built: BuiltBlocks | undefined;
   constructor(
     readonly body: RequestBody,
     readonly infos: UnitInfo[],
+    /** The indices of the units whose results set a flag, in order. */
+    readonly flagged: readonly number[],
   ) {}
 
   get unitBlock() {
@@ -678,36 +829,30 @@ class PreviousBody {
     return this.built?.billing ?? -2;
   }
 
-  /** The unit of this body with the bytes of `u`, nearest at or after `from` (else before); -1 if none. */
+  /**
+   * The unit of this body with the bytes of `u`, nearest at or after `from` (else before), within
+   * {@link FIND_WINDOW} units of it; -1 if none. Bounded: no index of the whole body is built (a match
+   * only saves reading the unit again, which gives the same result).
+   */
   find(body: RequestBody, u: RawUnit, from: number): number {
-    if (!this.byLength) {
-      this.byLength = new Map();
-      this.body.units.forEach((x, j) => {
-        const len = x.span.end - x.span.start;
-        const list = this.byLength?.get(len);
-        if (list) list.push(j);
-        else this.byLength?.set(len, [j]);
-      });
-    }
-    const list = this.byLength.get(u.span.end - u.span.start);
-    if (!list) return -1;
-    // The first candidate at or after `from` (binary search), then a few on either side.
-    let lo = 0;
-    let hi = list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((list[mid] as number) < from) lo = mid + 1;
-      else hi = mid;
-    }
-    for (let d = 0; d < 8; d++) {
-      for (const at of [lo + d, lo - 1 - d]) {
-        const j = list[at];
-        if (j !== undefined && sameUnit(body, u, this.body, j)) return j;
-      }
+    const units = this.body.units;
+    const len = u.span.end - u.span.start;
+    let tried = 0;
+    for (let d = 0; d < 2 * FIND_WINDOW && tried < FIND_TRIES; d++) {
+      // from, from - 1, from + 1, from - 2, ...: the nearest at or after `from` first.
+      const at = d & 1 ? from - 1 - (d >>> 1) : from + (d >>> 1);
+      const x = units[at];
+      if (x === undefined || x.span.end - x.span.start !== len) continue;
+      tried++;
+      if (sameUnit(body, u, this.body, at)) return at;
     }
     return -1;
   }
 }
+
+/** How far from where the last match left off a unit is looked for, and how many equal-length ones are compared. */
+const FIND_WINDOW = 256;
+const FIND_TRIES = 16;
 
 const messageStarts = new Map<string, Map<string, string>>();
 

@@ -4,6 +4,9 @@
 import { hash } from 'node:crypto';
 import { LruMap } from '../core/lru-map.js';
 
+/** Arrays remembered to share the next one that begins like them. */
+const RECENT_ARRAYS = 16;
+
 /** Parts smaller than this (JSON bytes) are not worth a lookup. */
 const MIN_BYTES = 256;
 
@@ -11,6 +14,12 @@ export class SharedValues {
   /** Each part seen, to its shared copy (or itself): a part kept from request to request is looked at once. */
   private readonly canonical = new WeakMap<object, object>();
   private readonly pool: LruMap<object>;
+  /** The arrays shared most recently, newest first: what came in, what went out, its first changed index. */
+  private readonly recent: Array<{
+    input: readonly unknown[];
+    output: readonly unknown[];
+    firstChanged: number;
+  }> = [];
 
   constructor(maxParts = 4_096) {
     this.pool = new LruMap(maxParts);
@@ -25,21 +34,47 @@ export class SharedValues {
     let out: Record<string, unknown> | undefined;
     for (const [key, value] of Object.entries(state)) {
       if (!Array.isArray(value)) continue;
-      let arr: unknown[] | undefined;
-      for (let i = 0; i < value.length; i++) {
-        const el = value[i];
-        const shared = this.element(el);
-        if (shared !== el) {
-          arr ??= value.slice();
-          arr[i] = shared;
-        }
-      }
-      if (arr) {
+      const arr = this.shareArray(value);
+      if (arr !== value) {
         out ??= { ...(state as Record<string, unknown>) };
         out[key] = arr;
       }
     }
     return out ?? state;
+  }
+
+  /**
+   * `value` with its elements shared (itself when none changed). An array that begins with the elements
+   * of one shared recently (a conversation's history, one turn longer) takes that one's answers for them
+   * at once, and looks up only the rest.
+   */
+  private shareArray(value: readonly unknown[]): unknown[] {
+    let i = 0;
+    let arr: unknown[] | undefined;
+    const hit = value.length ? this.recent.find((r) => r.input[0] === value[0]) : undefined;
+    if (hit) {
+      const n = Math.min(hit.input.length, value.length);
+      while (i < n && value[i] === hit.input[i]) i++;
+      if (hit.firstChanged < i) {
+        arr = value.slice();
+        for (let k = hit.firstChanged; k < i; k++) arr[k] = hit.output[k];
+      }
+    }
+    let firstChanged = arr ? (hit?.firstChanged ?? 0) : value.length;
+    for (; i < value.length; i++) {
+      const el = value[i];
+      const shared = this.element(el);
+      if (shared !== el) {
+        arr ??= value.slice();
+        arr[i] = shared;
+        if (i < firstChanged) firstChanged = i;
+      }
+    }
+    const output = arr ?? (value as unknown[]);
+    if (hit) this.recent.splice(this.recent.indexOf(hit), 1);
+    this.recent.unshift({ input: value, output, firstChanged });
+    if (this.recent.length > RECENT_ARRAYS) this.recent.pop();
+    return output;
   }
 
   private element(el: unknown): unknown {

@@ -122,16 +122,27 @@ export interface PreviousScan {
   sameBytes: number;
 }
 
-/** How many leading bytes `a` and `b` share (native compares only: O(log n) calls). */
+/** Bytes per native compare while counting shared leading bytes. */
+const SHARED_CHUNK = 64 * 1024;
+
+/** How many leading bytes `a` and `b` share (native compares only: O(n / 64 KB + log n) calls). */
 export function sharedByteCount(a: Uint8Array, b: Uint8Array): number {
   const x = Buffer.from(a.buffer, a.byteOffset, a.byteLength);
   const y = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   const n = Math.min(x.length, y.length);
-  if (x.compare(y, 0, n, 0, n) === 0) return n;
-  // Halves the range holding the first difference with native compares (each stops at its first
-  // difference), then walks the last few bytes: O(log n) calls, never a byte-by-byte walk of the body.
+  // Native compares of 64 KB chunks up to the one holding the first difference (each shared byte read
+  // once), then halves that chunk with native compares and walks the last few bytes: never a
+  // byte-by-byte walk of the body.
   let lo = 0;
   let hi = n;
+  for (; lo < n; lo += SHARED_CHUNK) {
+    const end = Math.min(n, lo + SHARED_CHUNK);
+    if (x.compare(y, lo, end, lo, end) !== 0) {
+      hi = end;
+      break;
+    }
+  }
+  if (lo >= n) return n;
   while (hi - lo > 64) {
     const mid = (lo + hi) >>> 1;
     if (x.compare(y, lo, mid, lo, mid) === 0) lo = mid;
@@ -139,6 +150,31 @@ export function sharedByteCount(a: Uint8Array, b: Uint8Array): number {
   }
   while (lo < hi && x[lo] === y[lo]) lo++;
   return lo;
+}
+
+/**
+ * For each array a stepped scan built at the root's members: how many of its leading items have every byte
+ * from its `[` to their end clean, so a later scan that takes those items over knows its own `clean`.
+ */
+const cleanRuns = new WeakMap<ScanArray, number>();
+
+/** Item lists that begin with an earlier scan's items: which list, and how many of its items. */
+const takenItems = new WeakMap<readonly ScanNode[], { from: readonly ScanNode[]; count: number }>();
+
+/**
+ * How many leading items of `items` (an array node's items) are the very items of `from` (an earlier
+ * scan's array at the same place), when the scan took them over in one go; undefined when it did not.
+ */
+export function itemsTakenOver(
+  items: readonly ScanNode[],
+): { from: readonly ScanNode[]; count: number } | undefined {
+  return takenItems.get(items);
+}
+
+/** {@link itemsTakenOver} for one earlier list: the count when `items` begins with `from`'s items. */
+export function itemsTakenFrom(items: readonly ScanNode[], from: readonly ScanNode[]): number | undefined {
+  const t = takenItems.get(items);
+  return t && t.from === from ? t.count : undefined;
 }
 
 class Scanner {
@@ -305,13 +341,38 @@ class Scanner {
     prev?: ScanArray,
   ): Generator<void, ScanArray> {
     const b = this.bytes;
-    const items: ScanNode[] = [];
+    let items: ScanNode[] = [];
     let pos = this.skipWs(start + 1);
     if (b[pos] === CLOSE_ARRAY) return { type: 'array', start, end: pos + 1, items, clean: true };
+    // The leading items that end inside the shared bytes are the earlier scan's, all of them at once (the
+    // per-item test below would take each of them over): a body that extends the earlier one pays for
+    // its new items, not for every item of the conversation.
+    const taken = prev ? this.leadingTaken(prev) : 0;
+    const run = prev ? cleanRuns.get(prev) : undefined;
+    // How many leading items have everything from `[` to their end clean (for the next scan's take-over).
+    let cleanRun = 0;
+    if (prev && taken > 0 && run !== undefined) {
+      items = prev.items.slice(0, taken);
+      const last = items[taken - 1] as ScanNode;
+      // Everything from `[` to the last item taken is clean iff it was in the earlier scan.
+      if (taken > run) this.clean = false;
+      cleanRun = Math.min(taken, run);
+      if (this.nextBackslash < last.end) {
+        const nb = b.indexOf(BACKSLASH, last.end);
+        this.nextBackslash = nb < 0 ? Number.POSITIVE_INFINITY : nb;
+      }
+      takenItems.set(items, { from: prev.items, count: taken });
+      pos = this.skipWs(last.end);
+      const c = b[pos];
+      if (c === CLOSE_ARRAY) return this.arrayNode(start, pos + 1, items, cleanRun);
+      if (c !== COMMA) this.fail(pos, "expected ',' or ']' in an array");
+      pos = this.skipWs(pos + 1);
+    }
     let stepFrom = pos;
     for (;;) {
       const child = this.value(pos, itemShape, depth, prev?.items[items.length]);
       items.push(child);
+      if (this.clean && cleanRun === items.length - 1) cleanRun = items.length;
       pos = this.skipWs(child.end);
       if (items.length % STEP_ITEMS === 0 || pos - stepFrom >= STEP_BYTES) {
         yield;
@@ -322,9 +383,32 @@ class Scanner {
         pos = this.skipWs(pos + 1);
         continue;
       }
-      if (c === CLOSE_ARRAY) return { type: 'array', start, end: pos + 1, items, clean: true };
+      if (c === CLOSE_ARRAY) return this.arrayNode(start, pos + 1, items, cleanRun);
       this.fail(pos, "expected ',' or ']' in an array");
     }
+  }
+
+  /** A root member's array node, with how many of its leading items were clean from its `[` on. */
+  private arrayNode(start: number, end: number, items: ScanNode[], cleanRun: number): ScanArray {
+    const node: ScanArray = { type: 'array', start, end, items, clean: true };
+    cleanRuns.set(node, cleanRun);
+    return node;
+  }
+
+  /**
+   * How many leading items of `prev` (an earlier array at this very place) end inside the shared bytes:
+   * the items the per-item take-over would take, found by bisection (items are in byte order).
+   */
+  private leadingTaken(prev: ScanArray): number {
+    const items = prev.items;
+    let lo = 0;
+    let hi = items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((items[mid] as ScanNode).end < this.sameBytes) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   object(

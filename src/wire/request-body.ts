@@ -8,6 +8,7 @@ import {
   decodeKey,
   decodeUtf8,
   drainSteps,
+  itemsTakenFrom,
   MAX_JSON_DEPTH,
   parseSpan,
   type ScanNode,
@@ -112,6 +113,9 @@ const SHAPE: ScanShape = {
     input: { items: { members: { content: { items: BLOCK } } } },
   },
 };
+
+/** Items per bulk push (a spread of many more arguments would overflow the stack). */
+const PUSH_CHUNK = 8_192;
 
 const PROMPT_FIELDS = new Set(['tools', 'functions', 'system', 'messages', 'input', 'instructions']);
 
@@ -481,14 +485,21 @@ class UnitReader {
     const prevUnits = prev.units;
     let j = 0;
     while (j < prevUnits.length && (prevUnits[j] as RawUnit).level !== 'messages') j++;
-    let m = 0;
-    for (; m < items.length && items[m] === before.items[m]; m++) {
-      for (; j < prevUnits.length; j++) {
-        const u = prevUnits[j] as RawUnit;
-        if (u.messageIndex !== m) break;
-        this.units.push(u);
-      }
+    // The scan says how many leading items it took over in one go; otherwise they are counted here.
+    let m = itemsTakenFrom(items, before.items) ?? 0;
+    if (m === 0) while (m < items.length && items[m] === before.items[m]) m++;
+    if (m === 0) return 0;
+    // The previous body's units of those messages: from its first message unit to the first unit of
+    // message m (message indices do not decrease along the messages level), copied in bulk.
+    let lo = j;
+    let hi = prevUnits.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (((prevUnits[mid] as RawUnit).messageIndex ?? 0) < m) lo = mid + 1;
+      else hi = mid;
     }
+    for (let from = j; from < lo; from += PUSH_CHUNK)
+      this.units.push(...prevUnits.slice(from, Math.min(lo, from + PUSH_CHUNK)));
     return m;
   }
 
