@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import {
+  agentConversation,
+  anthropicTool,
+  appendUserTurn,
+  seededRandom,
+} from '../demo/agent-conversation.js';
+import type { ScanNode } from '../wire/json-scan.js';
+import type { WireFormat } from '../wire/request-body.js';
+import { type Prefix, PrefixBuilder } from './build-prefix.js';
+
+type Json = Record<string, unknown>;
+
+/** A scan node as plain data (spans, cleanliness, member order, items), nothing taken from identity. */
+function nodeData(n: ScanNode): unknown {
+  if (n.type === 'leaf') return [n.start, n.end, n.clean, n.first];
+  if (n.type === 'array') return [n.start, n.end, n.clean, n.items.map(nodeData)];
+  return [n.start, n.end, n.clean, [...n.members].map(([k, v]) => [k, nodeData(v)])];
+}
+
+/** Everything a prefix says, as plain data: what a build from scratch must say too. */
+function prefixData(p: Prefix): unknown {
+  return {
+    format: p.format,
+    model: p.model,
+    blocks: p.blocks,
+    levels: p.levels,
+    deferredTools: p.deferredTools,
+    totalTokens: p.totalTokens,
+    auto: p.autoCacheControl,
+    billing: p.billingHeader,
+    units: p.body.units.map(({ node: _n, ...u }) => u),
+    fields: p.body.fields,
+    root: nodeData(p.body.root),
+  };
+}
+
+/**
+ * Parses `bodies` in order with one builder (each extends what it kept) and checks every prefix against a
+ * fresh builder's; returns the warm builder's prefixes.
+ */
+function checkAgainstFull(
+  bodies: Array<Buffer | string>,
+  format: WireFormat = 'anthropic-messages',
+): Prefix[] {
+  const warm = new PrefixBuilder();
+  return bodies.map((b, i) => {
+    const bytes = typeof b === 'string' ? Buffer.from(b) : b;
+    const incremental = warm.parse(bytes, { format });
+    const full = new PrefixBuilder().parse(bytes, { format });
+    expect(prefixData(incremental), `body ${i}`).toEqual(prefixData(full));
+    return incremental;
+  });
+}
+
+const text = (v: Json) => JSON.stringify(v);
+
+/** A session of requests that each append one exchange, as an agent sends them. */
+function session(seed: number, turns: number): Json[] {
+  let conv = agentConversation({ turns: 3, seed });
+  const out = [conv];
+  for (let t = 0; t < turns; t++) {
+    conv = appendUserTurn(conv, `next step ${t} of ${seed}`);
+    out.push(conv);
+  }
+  return out;
+}
+
+describe('a prefix built by extending a kept body equals the one built from scratch', () => {
+  it('for a growing agent session, and it took the shared part over (the same block objects)', () => {
+    const bodies = session(1, 6).map(text);
+    const prefixes = checkAgainstFull(bodies);
+    const [a, b] = prefixes.slice(-2) as [Prefix, Prefix];
+    const m = b.levels.messages.start;
+    expect(b.blocks[m]).toBe(a.blocks[m]);
+    expect(b.blocks[b.blocks.length - 1]).not.toBe(a.blocks[a.blocks.length - 1]);
+  });
+
+  it('when a message in the middle of the history changes', () => {
+    const [base] = session(2, 0) as [Json];
+    const messages = base.messages as Json[];
+    const edited = structuredClone(messages);
+    (edited[2] as Json).content = [{ type: 'text', text: 'an edited old message' }];
+    checkAgainstFull([text(base), text({ ...base, messages: edited }), text(base)]);
+  });
+
+  it('when the shared bytes end inside a string, an escape or a multibyte character', () => {
+    const head = { model: 'claude-opus-5', max_tokens: 8, system: 'Be brief.' };
+    const msg = (t: string) => ({ role: 'user', content: [{ type: 'text', text: t }] });
+    const bodies = [
+      // Inside a plain string, then inside an escape sequence (\n vs \t, \u00e9 vs \u00e8).
+      text({ ...head, messages: [msg('shared words then A'), msg('x')] }),
+      text({ ...head, messages: [msg('shared words then B'), msg('x')] }),
+      text({ ...head, messages: [msg('line\nbreak'), msg('x')] }),
+      text({ ...head, messages: [msg('line\tbreak'), msg('x')] }),
+      `{"model":"claude-opus-5","max_tokens":8,"messages":[{"role":"user","content":"caf\\u00e9"},{"role":"assistant","content":"ok"}]}`,
+      `{"model":"claude-opus-5","max_tokens":8,"messages":[{"role":"user","content":"caf\\u00e8"},{"role":"assistant","content":"ok"}]}`,
+      // Inside a multibyte UTF-8 character: é (c3 a9) against è (c3 a8), and a 4-byte emoji against another.
+      text({ ...head, messages: [msg('café au lait'), msg('y')] }),
+      text({ ...head, messages: [msg('cafè au lait'), msg('y')] }),
+      text({ ...head, messages: [msg('fire 🔥 here'), msg('y')] }),
+      text({ ...head, messages: [msg('fire 🔦 here'), msg('y')] }),
+    ];
+    checkAgainstFull(bodies);
+  });
+
+  it('when the keys are reordered and the tools come after the messages (their offsets move)', () => {
+    const turns = session(3, 4);
+    const messagesFirst = turns.map(({ messages, tools, system, ...rest }) =>
+      text({ messages, ...rest, system, tools }),
+    );
+    const prefixes = checkAgainstFull([...messagesFirst, ...turns.map(text), ...messagesFirst.slice(-2)]);
+    // With the tools after the messages the messages' blocks are still taken over from the body before.
+    const [a, b] = [prefixes[3], prefixes[4]] as [Prefix, Prefix];
+    const m = b.levels.messages.start;
+    expect(b.blocks[m]).toBe(a.blocks[m]);
+  });
+
+  it('for a body shorter than its base, a resent one, and one that drops the last message', () => {
+    const turns = session(4, 3).map(text);
+    const full = turns[3] as string;
+    checkAgainstFull([full, turns[1] as string, full, full, turns[2] as string, full]);
+  });
+
+  it('for bodies that are not compact JSON (whitespace between items keeps them unclean)', () => {
+    const turns = session(5, 3);
+    const pretty = turns.map((t) => JSON.stringify(t, null, 1));
+    // Compact items inside a spaced array: the array is unclean while each item is clean.
+    const spaced = turns.map(
+      ({ messages, ...rest }) =>
+        `${text(rest).slice(0, -1)},"messages":[${(messages as Json[]).map(text).join(', ')}]}`,
+    );
+    // A spaced separator only after the shared part: clean up to it, unclean after.
+    const late = turns.map(({ messages, ...rest }) => {
+      const list = (messages as Json[]).map(text);
+      return `${text(rest).slice(0, -1)},"messages":[${list.slice(0, -1).join(',')}, ${list[list.length - 1]}]}`;
+    });
+    // A spaced separator early in the shared part, compact after it: the shared part makes it unclean.
+    const early = turns.map(({ messages, ...rest }) => {
+      const list = (messages as Json[]).map(text);
+      return `${text(rest).slice(0, -1)},"messages":[${list[0]}, ${list.slice(1).join(',')}]}`;
+    });
+    const earlyPrefixes = checkAgainstFull(early);
+    expect(earlyPrefixes.map((p) => p.body.root.members.get('messages')?.clean)).toEqual(
+      early.map(() => false),
+    );
+    checkAgainstFull(pretty);
+    checkAgainstFull(spaced);
+    checkAgainstFull([...late, ...turns.map(text)]);
+    const prefixes = checkAgainstFull(spaced);
+    expect(prefixes.every((p) => !p.body.root.clean)).toBe(true);
+  });
+
+  it('with images, citations and deferred tools inside the shared part (the derived flags)', () => {
+    const img = {
+      role: 'user',
+      content: [
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+        { type: 'text', text: 'what is this?' },
+      ],
+    };
+    const deferred = { ...anthropicTool('Search', 3), defer_loading: true };
+    let conv: Json = { ...agentConversation({ turns: 2, seed: 6 }) };
+    conv = { ...conv, tools: [...(conv.tools as Json[]), deferred] };
+    conv = {
+      ...conv,
+      messages: [img, { role: 'assistant', content: 'a picture' }, ...(conv.messages as Json[])],
+    };
+    const bodies = [conv];
+    for (let t = 0; t < 3; t++) bodies.push(appendUserTurn(bodies[bodies.length - 1] as Json, `q${t}`));
+    const prefixes = checkAgainstFull(bodies.map(text));
+    expect(prefixes[3]?.levels.messages.params.images).toBe(true);
+    expect(prefixes[3]?.deferredTools).toEqual(['Search']);
+  });
+
+  it('for random interleaved sessions in other formats', () => {
+    const rand = seededRandom(7);
+    const chat = (n: number) => ({
+      model: 'gpt-5',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        ...Array.from({ length: n }, (_, i) => ({
+          role: i % 2 ? 'assistant' : 'user',
+          content: `turn ${i} ${'w'.repeat(Math.floor(rand() * 40))}`,
+        })),
+      ],
+    });
+    const bodies: string[] = [];
+    for (let n = 1; n < 12; n++) bodies.push(text(chat(n)), text(chat(n + 1)));
+    checkAgainstFull(bodies, 'openai-chat');
+    const responses = (n: number) => ({
+      model: 'gpt-5',
+      instructions: 'Be brief.',
+      input: Array.from({ length: n }, (_, i) =>
+        i % 3 === 2
+          ? { type: 'function_call_output', call_id: `c${i}`, output: `out ${i}` }
+          : { role: i % 2 ? 'assistant' : 'user', content: [{ type: 'input_text', text: `t${i}` }] },
+      ),
+    });
+    checkAgainstFull(
+      Array.from({ length: 10 }, (_, n) => text(responses(n + 1))),
+      'openai-responses',
+    );
+  });
+});
