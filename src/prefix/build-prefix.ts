@@ -329,7 +329,11 @@ export class PrefixBuilder {
     if (!first) return undefined;
     const n1 = sharedByteCount(input, first.body.bytes);
     if (!second) return { body: first.body, shared: n1 };
-    const n2 = sharedByteCount(input, second.body.bytes);
+    // The second can share more only if it has the byte at n1 that the input has (the first does not):
+    // one byte answers what a second count of the whole shared prefix would.
+    const b = second.body.bytes;
+    if (n1 >= b.length || n1 >= input.length || b[n1] !== input[n1]) return { body: first.body, shared: n1 };
+    const n2 = sharedByteCount(input, b);
     return n2 > n1 ? { body: second.body, shared: n2 } : { body: first.body, shared: n1 };
   }
 
@@ -406,6 +410,7 @@ export class PrefixBuilder {
         baseLevel.start === start &&
         (base.built?.blocks[start - 1]?.cumulativeTokens ?? 0) === tokens;
       const levelEnd = levelEndOf(body.units, u, level);
+      const tookMessages = reuse && level === 'messages';
       for (; u < levelEnd; u++) {
         if (reuse && base?.built) {
           // The run of units that are base's very units (the parse took them over): their blocks, chain
@@ -480,6 +485,12 @@ export class PrefixBuilder {
         transcriptStates.push(transcript.save());
       }
       levels[level] = { start, end: blocks.length, params: params[level], foldHash };
+      // How many leading blocks are base's (its messages taken over from their start): for what is derived
+      // from blocks alone (message ends) to be extended rather than derived again.
+      if (tookMessages && base?.built) {
+        const n = sameRunEnd(blocks, base.built.blocks, start, 0, blocks.length);
+        if (n > start) takenBlocks.set(blocks, { from: base.built.blocks, count: n });
+      }
     }
     // A body that holds all of its base's units but its last (the turn the client appended after it, the
     // cache marker moved on) supersedes it: the next request of the conversation extends this one, so the
@@ -681,6 +692,19 @@ function probeShared(a: Uint8Array, b: Uint8Array): number {
     score = end;
   }
   return score;
+}
+
+/** Block lists that begin with a base's blocks: which list, and how many leading blocks are its. */
+const takenBlocks = new WeakMap<readonly PrefixBlock[], { from: readonly PrefixBlock[]; count: number }>();
+
+/**
+ * When `blocks` (a prefix's) begins with the very blocks of an earlier prefix (a body that extended it,
+ * its messages taken over from their start): that prefix's blocks and how many of them lead this list.
+ */
+export function blocksTakenOver(
+  blocks: readonly PrefixBlock[],
+): { from: readonly PrefixBlock[]; count: number } | undefined {
+  return takenBlocks.get(blocks);
 }
 
 const LEVEL_RANK: Readonly<Record<PrefixLevel, number>> = { tools: 0, system: 1, messages: 2 };

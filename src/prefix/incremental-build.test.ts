@@ -8,6 +8,7 @@ import {
 import type { ScanNode } from '../wire/json-scan.js';
 import type { WireFormat } from '../wire/request-body.js';
 import { type Prefix, PrefixBuilder } from './build-prefix.js';
+import { messageEnds } from './message-ends.js';
 
 type Json = Record<string, unknown>;
 
@@ -49,6 +50,8 @@ function checkAgainstFull(
     const incremental = warm.parse(bytes, { format });
     const full = new PrefixBuilder().parse(bytes, { format });
     expect(prefixData(incremental), `body ${i}`).toEqual(prefixData(full));
+    // Message ends extended from the kept body's (its blocks taken over) equal ends read from scratch.
+    expect(messageEnds(incremental), `ends of body ${i}`).toEqual(messageEnds(full));
     return incremental;
   });
 }
@@ -81,7 +84,18 @@ describe('a prefix built by extending a kept body equals the one built from scra
     const messages = base.messages as Json[];
     const edited = structuredClone(messages);
     (edited[2] as Json).content = [{ type: 'text', text: 'an edited old message' }];
-    checkAgainstFull([text(base), text({ ...base, messages: edited }), text(base)]);
+    // The last message gains a block (a reminder appended to it): its end moves on.
+    const grown = structuredClone(messages);
+    const last = grown[grown.length - 1] as { content: unknown };
+    const blocks =
+      typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : (last.content as Json[]);
+    last.content = [...blocks, { type: 'text', text: '<system-reminder>more</system-reminder>' }];
+    checkAgainstFull([
+      text(base),
+      text({ ...base, messages: edited }),
+      text(base),
+      text({ ...base, messages: grown }),
+    ]);
   });
 
   it('when the shared bytes end inside a string, an escape or a multibyte character', () => {

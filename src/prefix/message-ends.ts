@@ -2,7 +2,7 @@
 // key (what the cache can share), the transcript key (which conversation this is) and the tokens so far.
 // Read from the prefix model only; it never parses a body.
 
-import type { Prefix } from './build-prefix.js';
+import { blocksTakenOver, type Prefix, type PrefixBlock } from './build-prefix.js';
 
 /** One message end of a prefix. */
 export interface MessageEnd {
@@ -28,8 +28,21 @@ const INPUT_ROLES: ReadonlySet<string> = new Set(['user', 'system', 'developer']
  * which has no transcript). Empty when the request has no conversation messages.
  */
 export function messageEnds(prefix: Prefix): MessageEnd[] {
-  return extendMessageEnds(prefix, [], 0);
+  const known = endsOf.get(prefix.blocks);
+  if (known) return known.slice();
+  // A prefix whose blocks begin with an earlier prefix's (the builder took them over) extends its ends.
+  const taken = blocksTakenOver(prefix.blocks);
+  const before = taken ? endsOf.get(taken.from) : undefined;
+  const ends =
+    before && taken
+      ? extendMessageEnds(prefix, before.slice(), taken.count)
+      : extendMessageEnds(prefix, [], 0);
+  endsOf.set(prefix.blocks, ends);
+  return ends.slice();
 }
+
+/** Each prefix's message ends, by its block list (weak: they go with the prefix). Never handed out itself. */
+const endsOf = new WeakMap<readonly PrefixBlock[], MessageEnd[]>();
 
 /**
  * {@link messageEnds} of `prefix`, given `ends`, the message ends of an earlier prefix whose first `shared`
@@ -39,8 +52,14 @@ export function messageEnds(prefix: Prefix): MessageEnd[] {
  */
 export function extendMessageEnds(prefix: Prefix, ends: MessageEnd[], shared: number): MessageEnd[] {
   const out = ends;
+  // The ends to keep (block and the next one shared) lead the list: found by bisection, not looked into.
   let kept = 0;
-  while (kept < out.length && (out[kept] as MessageEnd).block + 1 < shared) kept++;
+  let hi = out.length;
+  while (kept < hi) {
+    const mid = (kept + hi) >>> 1;
+    if ((out[mid] as MessageEnd).block + 1 < shared) kept = mid + 1;
+    else hi = mid;
+  }
   out.length = kept;
   const { start, end } = prefix.levels.messages;
   const blocks = prefix.blocks;
