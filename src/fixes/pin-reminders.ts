@@ -145,12 +145,18 @@ export const pinReminders: Fix<PinState> = {
  * then nothing is reshaped and the state is the client's shapes. An empty canonical history is not.
  */
 function alreadyCanonical(state: PinState, shapes: readonly MessageShape[]): boolean {
-  if (state.messages.length === 0 || state.messages.length > shapes.length) return false;
-  return state.messages.every((cm, k) => {
+  const canonical = state.messages;
+  if (canonical.length === 0 || canonical.length > shapes.length) return false;
+  // Unchanged messages are the very same shape objects (read once per scan node): a pointer compare each,
+  // and only the others are compared by value.
+  for (let k = 0; k < canonical.length; k++) {
+    const cm = canonical[k] as MessageShape;
     const m = shapes[k] as MessageShape;
-    if (m === cm) return true;
-    return m.role === cm.role && m.ids.length === cm.ids.length && cm.ids.every((id, j) => m.ids[j] === id);
-  });
+    if (m === cm) continue;
+    if (m.role !== cm.role || m.ids.length !== cm.ids.length || !cm.ids.every((id, j) => m.ids[j] === id))
+      return false;
+  }
+  return true;
 }
 
 /** Whether the canonical history's units (role and identity) are a prefix of the client's, unit by unit. */

@@ -875,7 +875,7 @@ class PreviousBody {
 }
 
 /** How far from where the last match left off a unit is looked for, and how many equal-length ones are compared. */
-const FIND_WINDOW = 256;
+const FIND_WINDOW = 32;
 const FIND_TRIES = 16;
 
 const messageStarts = new Map<string, Map<string, string>>();
