@@ -9,7 +9,14 @@ export { isObj, type Json } from '../core/json.js';
 
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
-import { decodeKey, itemsTakenOver, parseSpan, type ScanNode } from '../wire/json-scan.js';
+import {
+  decodeKey,
+  drainSteps,
+  itemsTakenOver,
+  parseSpan,
+  type ScanNode,
+  STEP_ITEMS,
+} from '../wire/json-scan.js';
 import type { FixRequest } from './fix.js';
 
 export type Message = { role: string; content: string | Json[]; [k: string]: unknown };
@@ -112,6 +119,14 @@ export interface MessageShape {
  * state that holds it is shared and persisted without being looked into again). Shapes are read-only.
  */
 export function historyShapes(prefix: Prefix): MessageShape[] | undefined {
+  return drainSteps(historyShapesSteps(prefix));
+}
+
+/**
+ * {@link historyShapes} in bounded steps (it yields every {@link STEP_ITEMS} messages or blocks it reads), so
+ * a huge history seen for the first time is read over many turns of a caller's event loop. The same shapes.
+ */
+export function* historyShapesSteps(prefix: Prefix): Generator<void, MessageShape[] | undefined> {
   const { root, bytes } = prefix.body;
   const node = root.members.get('messages');
   if (node?.type !== 'array') return undefined;
@@ -131,6 +146,7 @@ export function historyShapes(prefix: Prefix): MessageShape[] | undefined {
   let firstNew = items.length;
   const isNew: boolean[] = [];
   for (let k = leading; k < items.length; k++) {
+    if ((k - leading) % STEP_ITEMS === STEP_ITEMS - 1) yield;
     const m = items[k] as ScanNode;
     const known = memo.get(m);
     if (known) {
@@ -160,11 +176,13 @@ export function historyShapes(prefix: Prefix): MessageShape[] | undefined {
     from--;
   }
   for (let i = from; i < end; i++) {
+    if ((i - from) % STEP_ITEMS === STEP_ITEMS - 1) yield;
     const b = prefix.blocks[i] as PrefixBlock;
     if (b.kind === 'empty' || b.messageIndex === undefined) continue;
     if (isNew[b.messageIndex]) shapes[b.messageIndex]?.ids.push(b.contentHash);
   }
   for (let k = firstNew; k < items.length; k++) {
+    if ((k - firstNew) % STEP_ITEMS === STEP_ITEMS - 1) yield;
     const m = items[k] as ScanNode;
     const shape = shapes[k] as MessageShape;
     if (!isNew[k]) continue;

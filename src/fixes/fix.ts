@@ -61,6 +61,11 @@ export interface Fix<S = unknown> {
   readonly description: string;
   initialState(): S;
   apply(request: FixRequest, state: S, context: FixContext): FixResult<S>;
+  /**
+   * {@link apply} in bounded steps, for a fix whose reading of a huge history is long: the pipeline runs
+   * this instead when present, between turns of a shell's event loop. The same result as `apply`.
+   */
+  applySteps?(request: FixRequest, state: S, context: FixContext): Generator<void, FixResult<S>>;
 }
 
 /**
@@ -185,7 +190,9 @@ export function* runFixesSteps(
   for (const fix of fixes) {
     try {
       const state = next.has(fix.name) ? next.get(fix.name) : fix.initialState();
-      const out = fix.apply(current, state, context);
+      const out = fix.applySteps
+        ? yield* fix.applySteps(current, state, context)
+        : fix.apply(current, state, context);
       next.set(fix.name, out.state);
       const bodyChanged = out.body !== undefined && !out.body.equals(current.body);
       const headerChanged =

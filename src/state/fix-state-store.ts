@@ -3,6 +3,7 @@
 // persistence is state-file's job.
 
 import { LruMap } from '../core/lru-map.js';
+import { drainSteps } from '../wire/json-scan.js';
 import { SharedValues } from './shared-values.js';
 
 /** The states of every fix, by fix name, after one request. */
@@ -36,9 +37,20 @@ export class FixStateStore {
    * depend on it). Equal parts of different conversations' states are stored once.
    */
   set(request: string, states: FixStates, expiresAt?: number): void {
+    drainSteps(this.setSteps(request, states, expiresAt));
+  }
+
+  /**
+   * {@link set} in bounded steps: `states` are kept as given at once (a request that starts from them
+   * meanwhile finds them), and their shared copy takes their place once made, unless the entry was
+   * forgotten or replaced in between.
+   */
+  *setSteps(request: string, states: FixStates, expiresAt?: number): Generator<void, void> {
+    const given = new Map(states);
+    this.states.set(request, given, expiresAt);
     const kept = new Map<string, unknown>();
-    for (const [name, state] of states) kept.set(name, this.shared.share(state));
-    this.states.set(request, kept, expiresAt);
+    for (const [name, state] of states) kept.set(name, yield* this.shared.shareSteps(state));
+    if (this.states.peek(request) === given) this.states.set(request, kept, expiresAt);
   }
 
   /** Forgets `request`'s states (its conversation was forgotten: nothing can start from them). */

@@ -1,16 +1,17 @@
 // The single-machine state: the conversation index and fix state in bounded memory, saved to one state
 // file (coalesced, atomic) so a restart continues every conversation. It never needs a network.
 
-import { hash } from 'node:crypto';
 import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import { MemoryConversationStore } from '../conversation/conversation-store.js';
 import { ConversationTracker, countsAsTurn } from '../conversation/conversation-tracker.js';
 import { LruMap } from '../core/lru-map.js';
 import type { ForwardedPair } from '../fixes/stability.js';
+import { runStepped } from '../proxy/stepped-work.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { RequestFixState } from './fix-state-codec.js';
 import { type FixStateHealth, openStateFile } from './fix-state-open.js';
 import { FixStateStore, type FixStates } from './fix-state-store.js';
+import { jsonAndSha1Steps } from './json-steps.js';
 import type { PreparedRequest, PrepareResult, ProxyState, StateCommit, StateHealth } from './proxy-state.js';
 import type { StateFile } from './state-file.js';
 
@@ -99,8 +100,10 @@ export class MemoryProxyState implements ProxyState {
     const time = p.tracked.request.time;
     if (after) {
       const expiresAt = time + longestCacheTtlMs(formatFromRoute(route));
-      this.fixStates.set(p.tracked.request.id, after.states, expiresAt);
       this.forwardedPairs.set(p.tracked.request.id, after.pair);
+      // In steps (the states are kept at once, their shared copy made a few hundred elements at a time):
+      // a huge history seen for the first time never holds the event loop for all of it.
+      await runStepped(this.fixStates.setSteps(p.tracked.request.id, after.states, expiresAt));
     }
     this.fixStates.prune(time);
     this.stateFile?.schedule(() => this.snapshot());
@@ -156,7 +159,7 @@ export class MemoryProxyState implements ProxyState {
     for (const [id, st] of tipStates) {
       const names: Record<string, string> = {};
       for (const [fix, state] of st) {
-        const part = this.part(state);
+        const part = await runStepped(this.partSteps(state), this.sliceMs);
         parts.set(part.hash, part.json);
         names[fix] = part.hash;
       }
@@ -171,14 +174,14 @@ export class MemoryProxyState implements ProxyState {
     return `{"version":2,"conversations":${convText},"fixStates":[${tips.join(',')}],"parts":{${partsText}}}`;
   }
 
-  private part(state: unknown): { hash: string; json: string } {
+  /** A state's part of the file: its JSON and that JSON's hash, written in steps (a huge history's too). */
+  private *partSteps(state: unknown): Generator<void, { hash: string; json: string }> {
     const key = state && typeof state === 'object' ? state : undefined;
     const known = key ? this.hashOf.get(key) : undefined;
     const json = known !== undefined ? this.lastParts.get(known) : undefined;
     if (known !== undefined && json !== undefined) return { hash: known, json };
-    const text = JSON.stringify(state) ?? 'null';
-    const h = hash('sha1', text, 'hex');
-    if (key) this.hashOf.set(key, h);
-    return { hash: h, json: text };
+    const written = yield* jsonAndSha1Steps(state);
+    if (key) this.hashOf.set(key, written.sha1);
+    return { hash: written.sha1, json: written.json };
   }
 }

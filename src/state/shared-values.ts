@@ -3,6 +3,7 @@
 
 import { hash } from 'node:crypto';
 import { LruMap } from '../core/lru-map.js';
+import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 
 /** Arrays remembered to share the next one that begins like them. */
 const RECENT_ARRAYS = 16;
@@ -30,11 +31,19 @@ export class SharedValues {
    * nothing changed. Only plain objects with array fields are looked into (one level: what fixes keep).
    */
   share(state: unknown): unknown {
+    return drainSteps(this.shareSteps(state));
+  }
+
+  /**
+   * {@link share} in bounded steps: it yields every {@link STEP_ITEMS} elements it looks up (a huge history
+   * seen for the first time is shared over many turns of a shell's event loop). The same result.
+   */
+  *shareSteps(state: unknown): Generator<void, unknown> {
     if (!state || typeof state !== 'object' || Array.isArray(state)) return state;
     let out: Record<string, unknown> | undefined;
     for (const [key, value] of Object.entries(state)) {
       if (!Array.isArray(value)) continue;
-      const arr = this.shareArray(value);
+      const arr = yield* this.shareArray(value);
       if (arr !== value) {
         out ??= { ...(state as Record<string, unknown>) };
         out[key] = arr;
@@ -48,7 +57,7 @@ export class SharedValues {
    * of one shared recently (a conversation's history, one turn longer) takes that one's answers for them
    * at once, and looks up only the rest.
    */
-  private shareArray(value: readonly unknown[]): unknown[] {
+  private *shareArray(value: readonly unknown[]): Generator<void, unknown[]> {
     let i = 0;
     let arr: unknown[] | undefined;
     const hit = value.length ? this.recent.find((r) => r.input[0] === value[0]) : undefined;
@@ -61,7 +70,8 @@ export class SharedValues {
       }
     }
     let firstChanged = arr ? (hit?.firstChanged ?? 0) : value.length;
-    for (; i < value.length; i++) {
+    for (let looked = 0; i < value.length; i++) {
+      if (++looked % STEP_ITEMS === 0) yield;
       const el = value[i];
       const shared = this.element(el);
       if (shared !== el) {
@@ -71,7 +81,9 @@ export class SharedValues {
       }
     }
     const output = arr ?? (value as unknown[]);
-    if (hit) this.recent.splice(this.recent.indexOf(hit), 1);
+    // (Another array may have been shared between this one's steps: the list is looked up again.)
+    const at = hit ? this.recent.indexOf(hit) : -1;
+    if (at >= 0) this.recent.splice(at, 1);
     this.recent.unshift({ input: value, output, firstChanged });
     if (this.recent.length > RECENT_ARRAYS) this.recent.pop();
     return output;
