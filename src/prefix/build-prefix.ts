@@ -10,6 +10,7 @@ import {
   parseRequestBodySteps,
   type RawUnit,
   type RequestBody,
+  unitsTakenOver,
   type WireFormat,
 } from '../wire/request-body.js';
 import { billingHeaderUnit } from './billing-header.js';
@@ -418,7 +419,7 @@ export class PrefixBuilder {
           const built = base.built;
           const baseUnits = base.body.units;
           const runEnd = Math.min(shared, levelEnd);
-          const v = sameRunEnd(body.units, baseUnits, u, 0, runEnd);
+          const v = runOfSame(body.units, baseUnits, u, 0, runEnd);
           if (v > u) {
             // A unit has at most one block, in order: the run's blocks are base's from t0 to t1.
             const [t0, t1] = copyUnitBlocks(built.unitBlock, unitBlock, u, v);
@@ -561,7 +562,7 @@ export class PrefixBuilder {
       if (first && first.body === scannedFrom) {
         const fromUnits = first.body.units;
         const d = deltas[0] as number;
-        const run = sameRunEnd(body.units, fromUnits, i, d, body.units.length);
+        const run = runOfSame(body.units, fromUnits, i, d, body.units.length);
         if (run > i) {
           // Pointer copies only: the units and their results are not looked into (a long history's
           // objects lie all over the heap, and touching each one is what costs).
@@ -736,6 +737,23 @@ function sameRunEnd(
   let i = from;
   while (i < end && a[i] === b[i + d]) i++;
   return i;
+}
+
+/**
+ * {@link sameRunEnd} for unit lists: where the parse recorded the run of the earlier body's units it took
+ * over and `from` starts it, the run's end is known without a compare per unit; elsewhere they are compared.
+ */
+function runOfSame(
+  a: readonly RawUnit[],
+  b: readonly RawUnit[],
+  from: number,
+  d: number,
+  end: number,
+): number {
+  const taken = unitsTakenOver(a);
+  if (taken && taken.from === b && taken.at === from && taken.fromAt === from + d)
+    return Math.min(end, from + taken.count);
+  return sameRunEnd(a, b, from, d, end);
 }
 
 /** `to[i] = from[i + d]` for `i` in `[start, end)`. */

@@ -114,6 +114,22 @@ const SHAPE: ScanShape = {
   },
 };
 
+/** Unit lists that hold a run of an earlier body's very units: which list, where, and how many. */
+const takenUnits = new WeakMap<
+  readonly RawUnit[],
+  { from: readonly RawUnit[]; at: number; fromAt: number; count: number }
+>();
+
+/**
+ * The run of an earlier body's units that a body's unit list holds as they are (the messages its scan took
+ * over): `units[at + k]` is `from[fromAt + k]` for `k < count`. Undefined when it took none over.
+ */
+export function unitsTakenOver(
+  units: readonly RawUnit[],
+): { from: readonly RawUnit[]; at: number; fromAt: number; count: number } | undefined {
+  return takenUnits.get(units);
+}
+
 /** Items per bulk push (a spread of many more arguments would overflow the stack). */
 const PUSH_CHUNK = 8_192;
 
@@ -498,8 +514,10 @@ class UnitReader {
       if (((prevUnits[mid] as RawUnit).messageIndex ?? 0) < m) lo = mid + 1;
       else hi = mid;
     }
+    const at = this.units.length;
     for (let from = j; from < lo; from += PUSH_CHUNK)
       this.units.push(...prevUnits.slice(from, Math.min(lo, from + PUSH_CHUNK)));
+    if (lo > j) takenUnits.set(this.units, { from: prevUnits, at, fromAt: j, count: lo - j });
     return m;
   }
 
