@@ -1,5 +1,6 @@
 // Runs the analysis of one capture folder and prints its time and peak RSS as JSON (for bench/analyze.ts).
-import { analyzePaths, PriceTable } from '../dist/index.js';
+// argv: the capture folder, then optionally another build's dist/index.js (a before/after run).
+const { analyzePaths, PriceTable } = await import(process.argv[3] ?? '../dist/index.js');
 
 let peak = process.memoryUsage().rss;
 const timer = setInterval(() => {

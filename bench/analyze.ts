@@ -4,12 +4,16 @@
 // parsing every turn's body would take most of an hour): one 10,000-turn session, and 100,000 requests as
 // 500 sessions x 200 turns, with the usage a warm cache reports. Requests/s, raw request MB/s, peak RSS.
 // Run: npm run bench:analyze   (builds; about 2 minutes)
+// CACHEWARD_BASE_DIST=<other tree>/dist/index.js also analyzes each capture with that build, alternated with
+// this one, CACHEWARD_BENCH_RUNS times each (default 2 with a base, else 1): a before/after in one run.
+// CACHEWARD_BENCH_KEEP=1 keeps the generated captures. CACHEWARD_BENCH_NODE_ARGS (e.g. "--heap-prof --heap-prof-dir=DIR") is passed to the analysing child.
 
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { AnthropicCache, normalizeAnthropicUsage, PrefixBuilder } from '../dist/index.js';
 import { CaptureWriter } from '../dist/proxy/index.js';
 import { type CapturedBlock, type CaptureRecord, capturePrefix } from '../src/capture/capture-record.js';
@@ -33,7 +37,13 @@ async function generateSession(dir: string, session: string, N: number, offset: 
       return this.t;
     },
   };
-  const writer = new CaptureWriter({ dir, mode: 'full', clock, rotateBytes: 256 * 1024 * 1024 });
+  const writer = new CaptureWriter({
+    dir,
+    mode: 'full',
+    clock,
+    rotateBytes: 256 * 1024 * 1024,
+    maxQueueBytes: Number.POSITIVE_INFINITY,
+  });
   const builder = new PrefixBuilder();
   const cache = new AnthropicCache();
   const body: Json & { messages: Json[] } = {
@@ -70,9 +80,9 @@ async function generateSession(dir: string, session: string, N: number, offset: 
     writer.write(benchRecord(session, t, clock.t, bytes.length, capturePrefix(prefix), usage), {
       forwarded: bytes,
     });
-    if (t % 500 === 0) await writer.flush();
+    if (t % 20 === 0) await writer.flush();
   }
-  await writer.close();
+  await closeWhole(writer, N);
   return raw;
 }
 
@@ -90,6 +100,9 @@ async function generateHashedSession(
     mode: 'hashes',
     clock: { now: () => t },
     rotateBytes: 256 * 1024 * 1024,
+    // The queue bound (64 MB, counting each record's blocks) would drop records of a long session: flushed
+    // only every 500 turns, a 10,000-turn session lost six records in seven. Nothing may be dropped here.
+    maxQueueBytes: Number.POSITIVE_INFINITY,
   });
   const h = (s: string) => createHash('sha256').update(s).digest('hex');
   const blocks: CapturedBlock[] = [];
@@ -175,10 +188,18 @@ async function generateHashedSession(
     );
     writer.write(record);
     cached = tokens;
-    if (turn % 500 === 0) await writer.flush();
+    if (turn % 20 === 0) await writer.flush();
   }
-  await writer.close();
+  await closeWhole(writer, turns);
   return raw;
+}
+
+/** Closes a bench writer, and fails the bench if it dropped any record (the figures would be of fewer). */
+async function closeWhole(writer: CaptureWriter, requests: number): Promise<void> {
+  await writer.close();
+  const { dropped, written } = writer.state();
+  if (dropped > 0 || written !== requests)
+    throw new Error(`the capture writer wrote ${written} of ${requests} records (${dropped} dropped)`);
 }
 
 /** One answered Opus 5 request of `session` at `turn`, as the proxy records it. */
@@ -226,17 +247,35 @@ async function measure(label: string, sessions: number, turns: number, hashed = 
       `\n${label}: ${requests.toLocaleString('en-US')} requests, ${(raw / 1e6).toFixed(0)} MB of request bodies, ${(size / 1e6).toFixed(1)} MB of capture (generated in ${((performance.now() - t0) / 1000).toFixed(0)} s)`,
     );
     // The analysis runs in its own process so its peak RSS is its own.
-    const child = spawnSync(process.execPath, [join(import.meta.dirname, 'analyze-child.mjs'), dir], {
-      encoding: 'utf8',
-    });
-    if (child.status !== 0) throw new Error(child.stderr);
-    const r = JSON.parse(child.stdout) as { ms: number; records: number; peakRss: number; misses: number };
-    const s = r.ms / 1000;
-    console.log(
-      `  analysis: ${(r.records / s).toFixed(0)} requests/s, ${(raw / 1e6 / s).toFixed(0)} MB/s of raw request bytes, ${s.toFixed(2)} s; peak RSS ${(r.peakRss / 1e6).toFixed(0)} MB`,
-    );
+    const base = process.env.CACHEWARD_BASE_DIST;
+    const runs = Number(process.env.CACHEWARD_BENCH_RUNS ?? (base ? 2 : 1));
+    const builds: Array<[string, string | undefined]> = base
+      ? [
+          ['base', pathToFileURL(base).href],
+          ['this', undefined],
+        ]
+      : [['this', undefined]];
+    const extra = process.env.CACHEWARD_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    for (let run = 0; run < runs; run++)
+      for (const [name, dist] of run % 2 ? [...builds].reverse() : builds) {
+        const args = [...extra, join(import.meta.dirname, 'analyze-child.mjs'), dir, ...(dist ? [dist] : [])];
+        const child = spawnSync(process.execPath, args, { encoding: 'utf8' });
+        if (child.status !== 0) throw new Error(child.stderr);
+        const r = JSON.parse(child.stdout) as {
+          ms: number;
+          records: number;
+          peakRss: number;
+          misses: number;
+        };
+        const s = r.ms / 1000;
+        console.log(
+          `  analysis${base ? ` (${name})` : ''}: ${(r.records / s).toFixed(0)} requests/s, ${(raw / 1e6 / s).toFixed(0)} MB/s of raw request bytes, ${s.toFixed(2)} s; peak RSS ${(r.peakRss / 1e6).toFixed(0)} MB; ${r.misses} misses`,
+        );
+      }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    // CACHEWARD_BENCH_KEEP=1 keeps the captures (to profile the child on them).
+    if (process.env.CACHEWARD_BENCH_KEEP) console.log(`  kept: ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 
