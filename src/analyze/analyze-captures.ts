@@ -12,7 +12,7 @@ import { openaiDefaultRetention } from '../cache/openai-rules.js';
 import type { CapturedPrefix, CaptureRecord } from '../capture/capture-record.js';
 import { MemoryConversationStore, type Relation } from '../conversation/conversation-store.js';
 import { commitConversation, resolveConversation } from '../conversation/resolve-conversation.js';
-import type { Prefix } from '../prefix/build-prefix.js';
+import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
 import { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 import { CapturedPrefixReuse, prefixFromCapture } from './captured-prefix.js';
@@ -181,10 +181,63 @@ interface Seen {
   firstByte: number;
   /** Estimated tokens of the prefix it had cached once done (reported, or inferred by the model). */
   cachedEst: number;
+  /**
+   * Its prefix. While it is its line's latest, `prefix.blocks` is its own array and `line.blocks`; once a
+   * later request's blocks begin with most of them (the next turn: all but the block whose cache marker
+   * moved), that request's array stands in: this request's blocks are then its first `shared` followed by
+   * `tail`, and its own array goes (`prefix.blocks` is emptied). A conversation's recent requests so hold
+   * one array between them, not one each (~2 KB per request at 200 turns, 160 KB at 10,000, each kept
+   * until 4,096 requests later).
+   */
   prefix: Prefix;
+  line: BlockLine;
+  shared: number;
+  tail: PrefixBlock[];
   /** Its divergence from its own parent (to re-name its cause if its relation changes later). */
   divergence: Divergence | null;
   row: AnalyzedRequest;
+}
+
+/** The blocks of a line of recent requests, each request's begin with them (see {@link Seen.prefix}). */
+interface BlockLine {
+  blocks: PrefixBlock[];
+  /** The request whose own array `blocks` is, while it is recent. */
+  latest: Seen | undefined;
+  /** Recent requests on the line. */
+  members: number;
+  /** The most leading blocks any earlier member takes from `blocks`: a new array must keep that many. */
+  needed: number;
+}
+
+const NO_BLOCKS: PrefixBlock[] = [];
+
+/**
+ * How many leading blocks `a` and `b` share as the very same objects, looked for only near the end of the
+ * shorter (a next turn differs from its parent in the last block or two, if at all). A messages block is
+ * made for one record and only ever copied into a later record's array with every block before it
+ * (captured-prefix), so the same object at one place means the same objects before it; tools and system
+ * blocks are shared across conversations, so a match among them is checked whole (a few blocks).
+ */
+function sharedBlocks(a: readonly PrefixBlock[], b: readonly PrefixBlock[]): number {
+  const k = Math.min(a.length, b.length);
+  for (let i = k - 1; i >= 0 && i >= k - 16; i--) {
+    const x = a[i] as PrefixBlock;
+    if (x !== b[i]) continue;
+    if (x.level !== 'messages') for (let j = 0; j < i; j++) if (a[j] !== b[j]) return 0;
+    return i + 1;
+  }
+  return 0;
+}
+
+/** A recent request's prefix, whole (its blocks put together again when a later request's array holds them). */
+function prefixOf(seen: Seen): Prefix {
+  const line = seen.line.blocks;
+  if (seen.prefix.blocks === line) return seen.prefix;
+  const blocks =
+    seen.tail.length === 0 && seen.shared === line.length
+      ? line
+      : [...line.slice(0, seen.shared), ...seen.tail];
+  return { ...seen.prefix, blocks };
 }
 
 const RECENT = 4_096;
@@ -376,7 +429,7 @@ export class Analyzer {
       this.outputTokens += usage.output;
     }
     if (res?.relation === 'fork' && res.parent) row.fork = { parent: res.parent };
-    const divergence = parent ? firstDivergence(parent.prefix, prefix) : null;
+    const divergence = parent ? firstDivergence(prefixOf(parent), prefix) : null;
     if (usage?.cacheReported && turnOf) {
       const decision = decideCause({
         relation: res?.relation ?? 'new',
@@ -408,36 +461,73 @@ export class Analyzer {
       const reported = usage?.cacheReported ? (usage.cacheRead + usage.cacheWrite) / scale : 0;
       const inferred = evidence && !evidence.writesReported ? evidence.cachedAfterTokens : 0;
       row.cachedAfter = Math.round(Math.max(reported, inferred) * scale);
-      this.remember({
-        id: r.id,
-        session,
-        conversation,
-        model,
-        start,
-        firstByte,
-        cachedEst: Math.max(reported, inferred),
-        prefix,
-        divergence,
-        row,
-      });
+      this.remember(
+        {
+          id: r.id,
+          session,
+          conversation,
+          model,
+          start,
+          firstByte,
+          cachedEst: Math.max(reported, inferred),
+          prefix,
+          line: { blocks: prefix.blocks, latest: undefined, members: 0, needed: 0 },
+          shared: prefix.blocks.length,
+          tail: NO_BLOCKS,
+          divergence,
+          row,
+        },
+        parent,
+      );
     }
     return row;
   }
 
-  private remember(seen: Seen): void {
+  /**
+   * Keeps `seen` for the requests after it. Its blocks take over its parent's line when they begin with
+   * enough of that line's (the usual next turn), else they start a line of their own. `recentBlocks`
+   * counts each line's array once, and the tails.
+   */
+  private remember(seen: Seen, parent: Seen | undefined): void {
     const before = this.recent.get(seen.id);
     if (before) {
       this.recent.delete(seen.id);
-      this.recentBlocks -= before.prefix.blocks.length;
+      this.leave(before);
     }
+    const line = parent && this.recent.get(parent.id) === parent ? parent.line : undefined;
+    const blocks = seen.prefix.blocks;
+    const n = line ? sharedBlocks(blocks, line.blocks) : 0;
+    if (line && n > 0 && n >= line.needed) {
+      const latest = line.latest;
+      if (latest) {
+        // It keeps what the new array shares with it, and its own last blocks.
+        latest.shared = n;
+        latest.tail = n < line.blocks.length ? line.blocks.slice(n) : NO_BLOCKS;
+        latest.prefix.blocks = NO_BLOCKS;
+        this.recentBlocks += latest.tail.length;
+        line.needed = n;
+      }
+      this.recentBlocks += blocks.length - line.blocks.length;
+      line.blocks = blocks;
+      seen.line = line;
+    } else this.recentBlocks += blocks.length;
+    seen.line.latest = seen;
+    seen.line.members++;
     this.recent.set(seen.id, seen);
-    this.recentBlocks += seen.prefix.blocks.length;
     while (this.recent.size > this.maxRecent || (this.recentBlocks > RECENT_BLOCKS && this.recent.size > 1)) {
       const oldest = this.recent.values().next().value;
       if (oldest === undefined) break;
       this.recent.delete(oldest.id);
-      this.recentBlocks -= oldest.prefix.blocks.length;
+      this.leave(oldest);
     }
+  }
+
+  /** A request leaves the recent ones: its tail, and its line's array once nobody is on it, go. */
+  private leave(seen: Seen): void {
+    const line = seen.line;
+    this.recentBlocks -= seen.tail.length;
+    if (line.latest === seen) line.latest = undefined;
+    if (--line.members === 0) this.recentBlocks -= line.blocks.length;
   }
 
   /** A later request showed that an earlier one was a fork (or the main line after all): re-name it. */
