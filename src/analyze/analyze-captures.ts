@@ -246,6 +246,13 @@ const RECENT = 4_096;
  * blocks each, and 4,096 of them would pin 80 million references. Parents are recent: fewer are kept then.
  */
 const RECENT_BLOCKS = 2_000_000;
+/**
+ * Expired cache entries a report remembers, to name `ttl_expired`. A cause is only named against a recent
+ * parent ({@link RECENT}), and what expired after that parent's entry did was alive when the parent began or
+ * written since: this covers four breakpoints for each of the recent requests, and as many again alive
+ * before them. (The store's default, 100,000, was 20 MB at 100,000 requests, for parents long forgotten.)
+ */
+const REPORT_EXPIRED = 2 * 4 * RECENT;
 /** A report's conversation model: bounded too, so 100,000 requests do not hold every request's node. */
 const REPORT_STORE = { maxRequests: 50_000, maxKeys: 250_000 };
 
@@ -311,8 +318,9 @@ export class Analyzer {
 
   constructor(private readonly options: AnalyzeOptions) {
     const b = options.bounds;
-    this.anthropic = new AnthropicCache(b ? { store: new EntryStore({ maxEntries: b.cacheEntries }) } : {});
-    this.openai = new OpenAICache(b ? { store: new EntryStore({ maxEntries: b.cacheEntries }) } : {});
+    const store = () => new EntryStore(b ? { maxEntries: b.cacheEntries } : { maxExpired: REPORT_EXPIRED });
+    this.anthropic = new AnthropicCache({ store: store() });
+    this.openai = new OpenAICache({ store: store() });
     this.conversations = new MemoryConversationStore(
       b
         ? {

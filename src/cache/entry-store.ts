@@ -22,6 +22,8 @@ export interface EntryStoreOptions {
    * remembered (to name what a miss lost) up to a quarter of it, at most 100,000.
    */
   maxEntries?: number;
+  /** The most expired entries remembered, when fewer than the default will do (a report's own horizon). */
+  maxExpired?: number;
 }
 
 const BUCKET_MS = 60_000;
@@ -45,7 +47,7 @@ export class EntryStore {
     this.max = options.maxEntries ?? 2_000_000;
     // A quarter of the live bound, at most 100,000: a long-running store (the proxy's live analysis, 100,000
     // entries) would otherwise go on growing by every entry that expired until it held twice its bound.
-    this.maxExpired = Math.min(Math.floor(this.max / 4), 100_000);
+    this.maxExpired = Math.min(Math.floor(this.max / 4), 100_000, options.maxExpired ?? Infinity);
   }
 
   /** How many entries are held: live (or expired, not yet swept) and remembered after they expired. */
