@@ -25,6 +25,7 @@ import {
 } from './cause-table.js';
 import { costOf, type RequestCost, wasteOf } from './cost.js';
 import type { PriceTable } from './price-table.js';
+import { WaitingBlocks } from './waiting-blocks.js';
 
 export type { BustCause } from './cause-table.js';
 
@@ -265,10 +266,14 @@ export async function analyzeRecords(
   // Kept in start order as records come (a stable insertion: equal starts keep their arrival order), the
   // earliest analyzed once more than `window` wait: a sort of the whole window per record cost a copy of it.
   const pending: CaptureRecord[] = [];
+  // While they wait, a conversation's records share one block array (a record's prefix blocks may be
+  // replaced by an equal array: the records are the analysis's once given).
+  const waiting = new WaitingBlocks();
   const analyzer = new Analyzer(options);
   let count = 0;
   for await (const r of records) {
     count++;
+    waiting.arrive(r);
     const start = r.times.start;
     let lo = 0;
     let hi = pending.length;
@@ -279,9 +284,16 @@ export async function analyzeRecords(
     }
     if (lo === pending.length) pending.push(r);
     else pending.splice(lo, 0, r);
-    if (pending.length > window) analyzer.add(pending.shift() as CaptureRecord);
+    if (pending.length > window) {
+      const next = pending.shift() as CaptureRecord;
+      waiting.leave(next);
+      analyzer.add(next);
+    }
   }
-  for (const r of pending) analyzer.add(r);
+  for (const r of pending) {
+    waiting.leave(r);
+    analyzer.add(r);
+  }
   return analyzer.result(count);
 }
 

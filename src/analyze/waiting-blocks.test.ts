@@ -1,0 +1,62 @@
+// Records waiting in the reorder window share their session's latest block array, and each gets exactly
+// its own blocks back as it leaves: next turns (the marker moved off the last block), a rewind, and two
+// sessions interleaved, leaving in an order other than they came.
+import { describe, expect, it } from 'vitest';
+import type { CapturedBlock, CaptureRecord } from '../capture/capture-record.js';
+import { WaitingBlocks } from './waiting-blocks.js';
+
+const block = (id: string): CapturedBlock => ({
+  level: 'messages',
+  kind: 'text',
+  id,
+  hash: `h-${id}`,
+  index: 0,
+  at: 0,
+  size: 1,
+  tokens: 1,
+});
+
+const record = (id: string, session: string, blocks: CapturedBlock[]): CaptureRecord =>
+  ({
+    v: 1,
+    id,
+    session: { key: session, source: 'header' },
+    times: { start: 0 },
+    prefix: { format: 'anthropic-messages', totalTokens: blocks.length, blocks, params: {} },
+  }) as unknown as CaptureRecord;
+
+describe('WaitingBlocks', () => {
+  it('gives every record its own blocks back, whatever joined the window after it', () => {
+    const waiting = new WaitingBlocks();
+    const a = [block('a0'), block('a1')];
+    // Each turn keeps the earlier blocks' objects but for the last one (its marker moved: a new object).
+    const turns: CapturedBlock[][] = [a];
+    for (let t = 2; t < 7; t++) {
+      const prev = turns[turns.length - 1] as CapturedBlock[];
+      turns.push([...prev.slice(0, -1), { ...(prev[prev.length - 1] as CapturedBlock) }, block(`a${t}`)]);
+    }
+    // A rewind: shares only the first block with the last turn.
+    const last = turns[turns.length - 1] as CapturedBlock[];
+    turns.push([last[0] as CapturedBlock, block('r1')]);
+    const other = [block('b0')];
+    const others = [other, [other[0] as CapturedBlock, block('b1')]];
+    const records = [
+      ...turns.map((b, i) => record(`a${i}`, 'A', b)),
+      ...others.map((b, i) => record(`b${i}`, 'B', b)),
+    ];
+    const order = [0, 7, 1, 8, 2, 3, 4, 5, 6];
+    const expected = new Map(records.map((r) => [r, [...(r.prefix?.blocks ?? [])]]));
+    for (const i of order) waiting.arrive(records[i] as CaptureRecord);
+    // Most records no longer hold an array of their own while they wait.
+    const held = new Set(records.map((r) => r.prefix?.blocks));
+    expect(held.size).toBeLessThan(records.length);
+    for (const i of [3, 8, 0, 6, 1, 5, 7, 2, 4]) {
+      const r = records[i] as CaptureRecord;
+      waiting.leave(r);
+      const blocks = r.prefix?.blocks ?? [];
+      const want = expected.get(r) ?? [];
+      expect(blocks.length).toBe(want.length);
+      for (let k = 0; k < want.length; k++) expect(blocks[k]).toBe(want[k]);
+    }
+  });
+});
