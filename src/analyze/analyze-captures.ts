@@ -254,8 +254,15 @@ const RECENT_BLOCKS = 2_000_000;
  * before them. (The store's default, 100,000, was 20 MB at 100,000 requests, for parents long forgotten.)
  */
 const REPORT_EXPIRED = 2 * 4 * RECENT;
-/** A report's conversation model: bounded too, so 100,000 requests do not hold every request's node. */
-const REPORT_STORE = { maxRequests: 50_000, maxKeys: 250_000 };
+/**
+ * A report's conversation model: bounded too, so 100,000 requests do not hold every request's node. It
+ * remembers the 20,480 requests used last (five times the recent parents a cause is named against) and as
+ * many transcript keys as five each. A conversation idle while more than that passed starts again as a new
+ * one, and its cause is `cold_start` either way (its parent left the recent ones long before); a fork from
+ * a turn that many requests old is a new conversation too (`cold_start` where `fork_diverged` was named
+ * against the line's tip). (50,000 requests and 250,000 keys were 62 MB of a report's 100,000 requests.)
+ */
+const REPORT_STORE = { maxRequests: 5 * RECENT, maxKeys: 25 * RECENT };
 
 /** The analysis over a stream of records. */
 export async function analyzeRecords(
