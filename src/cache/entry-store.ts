@@ -37,6 +37,9 @@ export class EntryStore {
   private readonly entries = new Map<string, CacheEntry>();
   /** Entries that expired, remembered (bounded) so a miss can say which entry it lost and with what TTL. */
   private readonly expiredEntries = new Map<string, CacheEntry>();
+  /** Remembered expired entries in the order they expired, oldest first from `expiredHead` (some gone since). */
+  private readonly expiredOrder: CacheEntry[] = [];
+  private expiredHead = 0;
   private readonly buckets = new Map<number, Set<string>>();
   private readonly max: number;
   private readonly maxExpired: number;
@@ -154,16 +157,35 @@ export class EntryStore {
   }
 
   private remember(e: CacheEntry): void {
-    this.expiredEntries.delete(e.key);
     this.expiredEntries.set(e.key, e);
-    if (this.expiredEntries.size > this.maxExpired) {
-      const oldest = this.expiredEntries.keys().next().value;
-      if (oldest !== undefined) this.expiredEntries.delete(oldest);
+    this.expiredOrder.push(e);
+    // The oldest remembered goes first. Not by the Map's own first key: every delete at its front leaves a
+    // hole a new iterator walks over again, until the table is rebuilt (a second per 100,000 requests once
+    // the bound is reached).
+    while (this.expiredEntries.size > this.maxExpired && this.expiredHead < this.expiredOrder.length) {
+      const oldest = this.expiredOrder[this.expiredHead++] as CacheEntry;
+      if (this.expiredEntries.get(oldest.key) === oldest) this.expiredEntries.delete(oldest.key);
+    }
+    // Slots of entries gone since (written again, or remembered again) are dropped now and then.
+    if (this.expiredHead > 1_024 && this.expiredHead * 2 > this.expiredOrder.length) {
+      this.expiredOrder.splice(0, this.expiredHead);
+      this.expiredHead = 0;
+    }
+    if (this.expiredOrder.length > 2 * this.maxExpired + 1_024) {
+      let kept = 0;
+      for (let i = this.expiredHead; i < this.expiredOrder.length; i++) {
+        const x = this.expiredOrder[i] as CacheEntry;
+        if (this.expiredEntries.get(x.key) === x) this.expiredOrder[kept++] = x;
+      }
+      this.expiredOrder.length = kept;
+      this.expiredHead = 0;
     }
   }
 
   clear(): void {
     this.expiredEntries.clear();
+    this.expiredOrder.length = 0;
+    this.expiredHead = 0;
     this.entries.clear();
     this.buckets.clear();
     this.swept = Number.NEGATIVE_INFINITY;
