@@ -25,7 +25,7 @@ import {
 } from './cause-table.js';
 import { costOf, type RequestCost, wasteOf } from './cost.js';
 import type { PriceTable } from './price-table.js';
-import { WaitingBlocks } from './waiting-blocks.js';
+import { type Waiting, WaitingBlocks } from './waiting-blocks.js';
 
 export type { BustCause } from './cause-table.js';
 
@@ -272,7 +272,7 @@ export async function analyzeRecords(
   const window = options.window ?? 256;
   // Kept in start order as records come (a stable insertion: equal starts keep their arrival order), the
   // earliest analyzed once more than `window` wait: a sort of the whole window per record cost a copy of it.
-  const pending: CaptureRecord[] = [];
+  const pending: Waiting[] = [];
   // While they wait, a conversation's records share one block array (a record's prefix blocks may be
   // replaced by an equal array: the records are the analysis's once given).
   const waiting = new WaitingBlocks();
@@ -280,27 +280,20 @@ export async function analyzeRecords(
   let count = 0;
   for await (const r of records) {
     count++;
-    waiting.arrive(r);
     const start = r.times.start;
     let lo = 0;
     let hi = pending.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if ((pending[mid] as CaptureRecord).times.start <= start) lo = mid + 1;
+      if ((pending[mid] as Waiting).record.times.start <= start) lo = mid + 1;
       else hi = mid;
     }
-    if (lo === pending.length) pending.push(r);
-    else pending.splice(lo, 0, r);
-    if (pending.length > window) {
-      const next = pending.shift() as CaptureRecord;
-      waiting.leave(next);
-      analyzer.add(next);
-    }
+    const w = waiting.arrive(r);
+    if (lo === pending.length) pending.push(w);
+    else pending.splice(lo, 0, w);
+    if (pending.length > window) analyzer.add(waiting.leave(pending.shift() as Waiting));
   }
-  for (const r of pending) {
-    waiting.leave(r);
-    analyzer.add(r);
-  }
+  for (const w of pending) analyzer.add(waiting.leave(w));
   return analyzer.result(count);
 }
 

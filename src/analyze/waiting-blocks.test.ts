@@ -3,7 +3,7 @@
 // sessions interleaved, leaving in an order other than they came.
 import { describe, expect, it } from 'vitest';
 import type { CapturedBlock, CaptureRecord } from '../capture/capture-record.js';
-import { WaitingBlocks } from './waiting-blocks.js';
+import { type Waiting, WaitingBlocks } from './waiting-blocks.js';
 
 const block = (id: string): CapturedBlock => ({
   level: 'messages',
@@ -46,13 +46,13 @@ describe('WaitingBlocks', () => {
     ];
     const order = [0, 7, 1, 8, 2, 3, 4, 5, 6];
     const expected = new Map(records.map((r) => [r, [...(r.prefix?.blocks ?? [])]]));
-    for (const i of order) waiting.arrive(records[i] as CaptureRecord);
+    const held = new Map(order.map((i) => [i, waiting.arrive(records[i] as CaptureRecord)]));
     // Most records no longer hold an array of their own while they wait.
-    const held = new Set(records.map((r) => r.prefix?.blocks));
-    expect(held.size).toBeLessThan(records.length);
+    const arrays = new Set(records.map((r) => r.prefix?.blocks));
+    expect(arrays.size).toBeLessThan(records.length);
     for (const i of [3, 8, 0, 6, 1, 5, 7, 2, 4]) {
-      const r = records[i] as CaptureRecord;
-      waiting.leave(r);
+      const r = waiting.leave(held.get(i) as Waiting);
+      expect(r).toBe(records[i]);
       const blocks = r.prefix?.blocks ?? [];
       const want = expected.get(r) ?? [];
       expect(blocks.length).toBe(want.length);

@@ -7,14 +7,16 @@ import type { CapturedBlock, CaptureRecord } from '../capture/capture-record.js'
 interface Line {
   blocks: CapturedBlock[];
   /** The waiting record whose own array `blocks` is. */
-  latest: CaptureRecord | undefined;
+  latest: Waiting | undefined;
   members: number;
   /** The most leading blocks an earlier member takes from `blocks`: a new array must keep that many. */
   needed: number;
 }
 
-interface Held {
-  line: Line;
+/** A record in the window, and where its blocks are while it waits. */
+export interface Waiting {
+  record: CaptureRecord;
+  line: Line | undefined;
   shared: number;
   /** Its blocks past `shared` (the block whose cache marker the next turn moved, say). */
   tail: CapturedBlock[];
@@ -30,14 +32,13 @@ const NO_BLOCKS: CapturedBlock[] = [];
  */
 export class WaitingBlocks {
   private readonly lines = new Map<string, Line>();
-  private readonly held = new Map<CaptureRecord, Held>();
 
   /** A record joins the window. */
-  arrive(r: CaptureRecord): void {
-    const prefix = r.prefix;
-    if (!prefix || this.held.has(r)) return;
+  arrive(record: CaptureRecord): Waiting {
+    const prefix = record.prefix;
+    if (!prefix) return { record, line: undefined, shared: 0, tail: NO_BLOCKS };
     const blocks = prefix.blocks;
-    const key = r.session.key;
+    const key = record.session.key;
     const line = this.lines.get(key);
     let n = 0;
     if (line) {
@@ -46,38 +47,40 @@ export class WaitingBlocks {
     }
     if (line && n > 0 && n >= line.needed) {
       const latest = line.latest;
-      const h = latest ? this.held.get(latest) : undefined;
-      if (latest?.prefix && h) {
-        h.shared = n;
-        h.tail = n < line.blocks.length ? line.blocks.slice(n) : NO_BLOCKS;
-        latest.prefix.blocks = NO_BLOCKS;
+      if (latest?.record.prefix) {
+        latest.shared = n;
+        latest.tail = n < line.blocks.length ? line.blocks.slice(n) : NO_BLOCKS;
+        latest.record.prefix.blocks = NO_BLOCKS;
         line.needed = n;
       }
       line.blocks = blocks;
-      line.latest = r;
       line.members++;
-      this.held.set(r, { line, shared: blocks.length, tail: NO_BLOCKS });
-    } else {
-      // A line of its own (records on the session's previous line keep theirs).
-      const own: Line = { blocks, latest: r, members: 1, needed: 0 };
-      this.lines.set(key, own);
-      this.held.set(r, { line: own, shared: blocks.length, tail: NO_BLOCKS });
+      const w: Waiting = { record, line, shared: blocks.length, tail: NO_BLOCKS };
+      line.latest = w;
+      return w;
     }
+    // A line of its own (records on the session's previous line keep theirs).
+    const own: Line = { blocks, latest: undefined, members: 1, needed: 0 };
+    const w: Waiting = { record, line: own, shared: blocks.length, tail: NO_BLOCKS };
+    own.latest = w;
+    this.lines.set(key, own);
+    return w;
   }
 
   /** A record leaves the window to be analyzed: its blocks are a whole array of its own again. */
-  leave(r: CaptureRecord): void {
-    const h = this.held.get(r);
-    if (!h) return;
-    this.held.delete(r);
-    const line = h.line;
-    if (line.latest === r) line.latest = undefined;
-    else if (r.prefix) {
-      const blocks = new Array<CapturedBlock>(h.shared + h.tail.length);
-      for (let i = 0; i < h.shared; i++) blocks[i] = line.blocks[i] as CapturedBlock;
-      for (let i = 0; i < h.tail.length; i++) blocks[h.shared + i] = h.tail[i] as CapturedBlock;
-      r.prefix.blocks = blocks;
+  leave(w: Waiting): CaptureRecord {
+    const { record, line } = w;
+    if (!line) return record;
+    w.line = undefined;
+    if (line.latest === w) line.latest = undefined;
+    else if (record.prefix) {
+      const blocks = new Array<CapturedBlock>(w.shared + w.tail.length);
+      for (let i = 0; i < w.shared; i++) blocks[i] = line.blocks[i] as CapturedBlock;
+      for (let i = 0; i < w.tail.length; i++) blocks[w.shared + i] = w.tail[i] as CapturedBlock;
+      record.prefix.blocks = blocks;
     }
-    if (--line.members === 0 && this.lines.get(r.session.key) === line) this.lines.delete(r.session.key);
+    if (--line.members === 0 && this.lines.get(record.session.key) === line)
+      this.lines.delete(record.session.key);
+    return record;
   }
 }
