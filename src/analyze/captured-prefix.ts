@@ -249,8 +249,11 @@ export function prefixFromCapture(
 /** Chains kept per first block: as many interleaved conversations as the proxy's prefix builder keeps. */
 const MAX_CHAINS = 64;
 
-/** How many leading blocks two lists share as the very same objects (they form a prefix: binary search). */
-function sharedObjects(a: readonly CapturedBlock[], b: readonly CapturedBlock[]): number {
+/**
+ * How many leading blocks two lists share as the very same objects. The reader's lists share a prefix of
+ * their delta base's objects and then have their own, so the shared ones form a prefix: binary search.
+ */
+export function sharedObjects(a: readonly CapturedBlock[], b: readonly CapturedBlock[]): number {
   let lo = 0;
   let hi = Math.min(a.length, b.length);
   while (lo < hi) {

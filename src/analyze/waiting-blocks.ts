@@ -2,6 +2,7 @@
 // one each. It never changes what a record's blocks are: only which array holds them while it waits.
 
 import type { CapturedBlock, CaptureRecord } from '../capture/capture-record.js';
+import { sharedObjects } from './captured-prefix.js';
 
 /** The blocks of a session's waiting records: each one's begin with the first `shared` of them. */
 interface Line {
@@ -40,11 +41,7 @@ export class WaitingBlocks {
     const blocks = prefix.blocks;
     const key = record.session.key;
     const line = this.lines.get(key);
-    let n = 0;
-    if (line) {
-      const max = Math.min(blocks.length, line.blocks.length);
-      while (n < max && blocks[n] === line.blocks[n]) n++;
-    }
+    const n = line ? sharedObjects(line.blocks, blocks) : 0;
     if (line && n > 0 && n >= line.needed) {
       const latest = line.latest;
       if (latest?.record.prefix) {
