@@ -1,6 +1,6 @@
 // Reads the captures of several proxies (files or folders) as one traffic: every file is its own stream
 // and the streams are merged by start time; a record met twice (a file named twice, a copied folder) is
-// yielded once. Memory: one waiting record per file and a bounded window of recent record ids.
+// yielded once. Memory: one waiting record per file and the ids of the last hour's records (at most 200,000).
 
 import { realpath } from 'node:fs/promises';
 import { captureFiles, type ReadCapturesOptions, type ReadRecord, readCaptures } from './capture-reader.js';
@@ -10,6 +10,13 @@ export interface MergeCapturesOptions extends ReadCapturesOptions {
   onDuplicate?: (record: ReadRecord) => void;
   /** How many recent record ids are remembered to recognise a duplicate. Default 200,000. */
   dedupeWindow?: number;
+  /**
+   * How long (ms of start times) before the latest record yielded an id is still remembered. Default an
+   * hour: a record met twice is the same record, with the same start, and the streams are merged by start,
+   * so its copy comes out as soon as the other file gets there (their own disorder is that of records
+   * written as they end).
+   */
+  dedupeMs?: number;
 }
 
 /** The distinct capture files the paths name, each once (by its real path), in the order given. */
@@ -61,7 +68,14 @@ export async function* mergeCaptures(
     }
   };
   const window = options.dedupeWindow ?? 200_000;
+  const horizon = options.dedupeMs ?? 3_600_000;
+  // Ids in the order they were yielded, with their starts, oldest first from `head` (a queue: the Set's own
+  // first value is found by walking the holes every delete at its front leaves).
   const recent = new Set<string>();
+  const order: string[] = [];
+  const starts: number[] = [];
+  let head = 0;
+  let latest = Number.NEGATIVE_INFINITY;
   for (;;) {
     await openDue();
     let at = -1;
@@ -82,9 +96,15 @@ export async function* mergeCaptures(
       continue;
     }
     recent.add(next.record.id);
-    if (recent.size > window) {
-      const oldest = recent.values().next().value;
-      if (oldest !== undefined) recent.delete(oldest);
+    order.push(next.record.id);
+    starts.push(next.record.times.start);
+    if (next.record.times.start > latest) latest = next.record.times.start;
+    while (head < order.length && (recent.size > window || (starts[head] as number) < latest - horizon))
+      recent.delete(order[head++] as string);
+    if (head > 1_024 && head * 2 > order.length) {
+      order.splice(0, head);
+      starts.splice(0, head);
+      head = 0;
     }
     yield next;
   }
