@@ -3,7 +3,7 @@
 // Then, from hashes-mode captures whose blocks are generated directly (a body of 10,000 turns is ~1 MB, and
 // parsing every turn's body would take most of an hour): one 10,000-turn session, and 100,000 requests as
 // 500 sessions x 200 turns, with the usage a warm cache reports. Requests/s, raw request MB/s, peak RSS.
-// Run: npm run bench:analyze   (builds; about 2 minutes)
+// Run: npm run bench:analyze   (builds; about 6 minutes)
 // CACHEWARD_BASE_DIST=<other tree>/dist/index.js also analyzes each capture with that build, alternated with
 // this one, CACHEWARD_BENCH_RUNS times each (default 2 with a base, else 1): a before/after in one run.
 // CACHEWARD_BENCH_KEEP=1 keeps the generated captures. CACHEWARD_BENCH_NODE_ARGS (e.g. "--heap-prof --heap-prof-dir=DIR") is passed to the analysing child.
