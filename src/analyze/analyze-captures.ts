@@ -11,11 +11,12 @@ import { OpenAICache } from '../cache/openai-cache.js';
 import { openaiDefaultRetention } from '../cache/openai-rules.js';
 import type { CapturedPrefix, CaptureRecord } from '../capture/capture-record.js';
 import { MemoryConversationStore, type Relation } from '../conversation/conversation-store.js';
-import { commitConversation, resolveConversation } from '../conversation/resolve-conversation.js';
+import { commitConversationSteps, resolveConversationSteps } from '../conversation/resolve-conversation.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
+import { drainSteps } from '../wire/json-scan.js';
 import { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
-import { CapturedPrefixReuse, prefixFromCapture } from './captured-prefix.js';
+import { CapturedPrefixReuse, prefixFromCaptureSteps } from './captured-prefix.js';
 import {
   type BustCause,
   type CauseDecision,
@@ -347,6 +348,15 @@ export class Analyzer {
 
   /** Analyzes one record (records should arrive in start order) and returns its row. */
   add(r: CaptureRecord): AnalyzedRequest | undefined {
+    return drainSteps(this.addSteps(r));
+  }
+
+  /**
+   * {@link add} in bounded steps: the prefix, its message ends and the conversation's resolution and commit
+   * yield every few hundred items (a 100,000-message record is analyzed over many slices). The same row;
+   * no other record may be added until the steps are done.
+   */
+  *addSteps(r: CaptureRecord): Generator<void, AnalyzedRequest | undefined> {
     if (!r.prefix || r.method !== 'POST') return undefined;
     const usage =
       r.usage?.normalized ??
@@ -359,7 +369,7 @@ export class Analyzer {
     const firstByte = r.times.firstByte ?? r.times.end ?? start;
     const captured = this.withTtl(r.prefix);
     const model = r.model === undefined ? undefined : this.reuse.intern(r.model);
-    const prefix = prefixFromCapture(captured, model, r.betas, this.reuse);
+    const prefix = yield* prefixFromCaptureSteps(captured, model, r.betas, this.reuse);
     // Provider tokens per estimated token, over what the model saw (thinking an older model stripped is
     // not input: scaled against the prefix as sent, every figure would shrink by it).
     const scaleOver = (seen: Prefix) =>
@@ -373,23 +383,24 @@ export class Analyzer {
     // whole chain, and its previous_response_id links it to the request that got that response).
     const chained = r.chain?.previous ?? r.prefix.params.messages?.previous_response_id;
     const previous = typeof chained === 'string' ? chained : undefined;
+    const ends = yield* this.reuse.messageEndsSteps(captured.blocks, prefix);
     const req = {
       id: r.id,
       time: start,
-      ends: this.reuse.messageEnds(captured.blocks, prefix),
+      ends,
       head: prefix.levels.messages.foldHash,
       ...(label !== undefined ? { label } : {}),
       ...(model !== undefined ? { model } : {}),
       ...(previous !== undefined ? { previous } : {}),
     };
-    const res = turnOf ? resolveConversation(this.conversations, req) : undefined;
+    const res = turnOf ? yield* resolveConversationSteps(this.conversations, req) : undefined;
     if (res) {
       // A bounded (live) analysis also forgets a conversation once its provider's cache cannot hold it.
       if (this.options.bounds)
         this.conversations.stamp(
           start + longestCacheTtlMs(r.provider === 'anthropic' ? 'anthropic-messages' : undefined),
         );
-      commitConversation(this.conversations, req, res);
+      yield* commitConversationSteps(this.conversations, req, res);
       if (res && r.responseId) this.conversations.addResponse(r.responseId, r.id);
       if (this.options.bounds) this.conversations.prune(start);
     }

@@ -4,8 +4,9 @@
 import type { CapturedBlock, CapturedPrefix } from '../capture/capture-record.js';
 import { LruMap } from '../core/lru-map.js';
 import type { Prefix, PrefixBlock, PrefixLevel } from '../prefix/build-prefix.js';
-import { extendMessageEnds, type MessageEnd, messageEnds } from '../prefix/message-ends.js';
+import { extendMessageEndsSteps, type MessageEnd, messageEndsSteps } from '../prefix/message-ends.js';
 import { TranscriptChain } from '../prefix/transcript.js';
+import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { RequestBody, WireFormat } from '../wire/request-body.js';
 
 const LEVELS: PrefixLevel[] = ['tools', 'system', 'messages'];
@@ -137,11 +138,17 @@ export class CapturedPrefixReuse {
    * new turn). The array is the chain's own, overwritten by its next record: read it before that.
    */
   messageEnds(captured: readonly CapturedBlock[], prefix: Prefix): MessageEnd[] {
+    return drainSteps(this.messageEndsSteps(captured, prefix));
+  }
+
+  /** {@link messageEnds} in bounded steps (no other record of this reuse may be built meanwhile). */
+  *messageEndsSteps(captured: readonly CapturedBlock[], prefix: Prefix): Generator<void, MessageEnd[]> {
     const first = captured[0];
     // The chain its keep just put first.
     const chain = first ? this.chains.get(first)?.[0] : undefined;
-    if (!chain || chain.captured !== captured || chain.blocks !== prefix.blocks) return messageEnds(prefix);
-    const ends = extendMessageEnds(prefix, chain.ends ?? [], chain.ends ? chain.endsShared : 0);
+    if (!chain || chain.captured !== captured || chain.blocks !== prefix.blocks)
+      return yield* messageEndsSteps(prefix);
+    const ends = yield* extendMessageEndsSteps(prefix, chain.ends ?? [], chain.ends ? chain.endsShared : 0);
     chain.ends = ends;
     chain.endsShared = prefix.blocks.length;
     return ends;
@@ -155,6 +162,20 @@ export function prefixFromCapture(
   betas: readonly string[] = [],
   reuse?: CapturedPrefixReuse,
 ): Prefix {
+  return drainSteps(prefixFromCaptureSteps(captured, model, betas, reuse));
+}
+
+/**
+ * {@link prefixFromCapture} in bounded steps (it yields every {@link STEP_ITEMS} blocks it builds): the
+ * same prefix. With a `reuse`, no other record may be built with it until the steps are done (it takes
+ * a chain over at the start and keeps the new one at the end).
+ */
+export function* prefixFromCaptureSteps(
+  captured: CapturedPrefix,
+  model: string | undefined,
+  betas: readonly string[] = [],
+  reuse?: CapturedPrefixReuse,
+): Generator<void, Prefix> {
   const taken = reuse?.take(captured.blocks);
   const states = taken?.states ?? [];
   const from = taken?.shared ?? 0;
@@ -166,6 +187,7 @@ export function prefixFromCapture(
   const transcript = new TranscriptChain();
   if (from) transcript.load(states[from - 1] as readonly number[]);
   for (let i = from; i < captured.blocks.length; i++) {
+    if ((i - from) % STEP_ITEMS === STEP_ITEMS - 1) yield;
     const b = captured.blocks[i] as CapturedBlock;
     cumulative += b.tokens;
     const shareable = b.level !== 'messages' && reuse !== undefined;

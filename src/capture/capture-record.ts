@@ -5,6 +5,7 @@ import { hash } from 'node:crypto';
 import type { FixNote } from '../fixes/fix.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
+import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { NormalizedUsage } from '../wire/usage.js';
 import type { StoredBody } from './body-delta.js';
 
@@ -125,7 +126,10 @@ const RECENT_CAPTURES = 64;
  * (the same objects) are captured as the same objects too: the records of a conversation share them, and
  * the live analysis extends from them in O(the new turn). Blocks are never changed once built.
  */
-function capturedBlocks(blocks: readonly PrefixBlock[], capture: (b: PrefixBlock) => CapturedBlock) {
+function* capturedBlocksSteps(
+  blocks: readonly PrefixBlock[],
+  capture: (b: PrefixBlock) => CapturedBlock,
+): Generator<void, CapturedBlock[]> {
   let from: { blocks: readonly PrefixBlock[]; captured: CapturedBlock[] } | undefined;
   let shared = 0;
   for (const r of recentCaptures) {
@@ -138,7 +142,11 @@ function capturedBlocks(blocks: readonly PrefixBlock[], capture: (b: PrefixBlock
     }
   }
   const captured = from ? from.captured.slice(0, shared) : [];
-  for (let i = shared; i < blocks.length; i++) captured.push(capture(blocks[i] as PrefixBlock));
+  for (let i = shared; i < blocks.length; i++) {
+    if ((i - shared) % STEP_ITEMS === STEP_ITEMS - 1) yield;
+    captured.push(capture(blocks[i] as PrefixBlock));
+  }
+  // Another record may have been captured between the steps: `from` is looked up again.
   const at = recentCaptures.indexOf(from as (typeof recentCaptures)[number]);
   if (at >= 0 && shared === (from as { blocks: readonly PrefixBlock[] }).blocks.length)
     recentCaptures.splice(at, 1);
@@ -148,37 +156,43 @@ function capturedBlocks(blocks: readonly PrefixBlock[], capture: (b: PrefixBlock
 }
 
 export function capturePrefix(prefix: Prefix): CapturedPrefix {
+  return drainSteps(capturePrefixSteps(prefix));
+}
+
+/** {@link capturePrefix} in bounded steps (it yields every {@link STEP_ITEMS} new blocks): the same record. */
+export function* capturePrefixSteps(prefix: Prefix): Generator<void, CapturedPrefix> {
   const params = { tools: {}, system: {}, messages: {} } as CapturedPrefix['params'];
   for (const level of ['tools', 'system', 'messages'] as const) {
     for (const [k, v] of Object.entries(prefix.levels[level].params)) params[level][k] = compactParam(v);
   }
+  const blocks = yield* capturedBlocksSteps(prefix.blocks, (b) => {
+    const c: CapturedBlock = {
+      level: b.level,
+      index: b.index,
+      kind: b.kind,
+      hash: b.hash,
+      id: b.contentHash.slice(0, 32),
+      size: b.span.end - b.span.start,
+      tokens: b.tokens,
+      at: b.span.start,
+    };
+    if (b.name !== undefined) c.name = b.name;
+    if (b.messageIndex !== undefined) c.message = b.messageIndex;
+    if (b.partIndex !== undefined) c.part = b.partIndex;
+    if (b.role !== undefined) c.role = b.role;
+    if (b.cacheControl)
+      c.cc = {
+        type: String(b.cacheControl.type),
+        ...(b.cacheControl.ttl ? { ttl: b.cacheControl.ttl } : {}),
+      };
+    if (b.emptyText) c.empty = true;
+    if (b.toolParts) c.tp = [b.toolParts.schema, b.toolParts.description, b.toolParts.other];
+    return c;
+  });
   const out: CapturedPrefix = {
     format: prefix.format,
     totalTokens: prefix.totalTokens,
-    blocks: capturedBlocks(prefix.blocks, (b) => {
-      const c: CapturedBlock = {
-        level: b.level,
-        index: b.index,
-        kind: b.kind,
-        hash: b.hash,
-        id: b.contentHash.slice(0, 32),
-        size: b.span.end - b.span.start,
-        tokens: b.tokens,
-        at: b.span.start,
-      };
-      if (b.name !== undefined) c.name = b.name;
-      if (b.messageIndex !== undefined) c.message = b.messageIndex;
-      if (b.partIndex !== undefined) c.part = b.partIndex;
-      if (b.role !== undefined) c.role = b.role;
-      if (b.cacheControl)
-        c.cc = {
-          type: String(b.cacheControl.type),
-          ...(b.cacheControl.ttl ? { ttl: b.cacheControl.ttl } : {}),
-        };
-      if (b.emptyText) c.empty = true;
-      if (b.toolParts) c.tp = [b.toolParts.schema, b.toolParts.description, b.toolParts.other];
-      return c;
-    }),
+    blocks,
     params,
     ...(prefix.deferredTools.length ? { deferredTools: prefix.deferredTools } : {}),
     folds: {

@@ -13,6 +13,7 @@ import {
   type CaptureRecord,
   sameBlock,
 } from './capture-record.js';
+import { jsonLineSteps } from './json-line-steps.js';
 import { SessionBases } from './session-bases.js';
 
 /** Options for a {@link CaptureWriter}. */
@@ -73,10 +74,18 @@ export const SAME_PARAMS = { tools: { '=': 'base' }, system: {}, messages: {} } 
 /** Lines written in one system call at most; a longer queue is written in several. */
 const BATCH_BYTES = 4 * 1024 * 1024;
 
+/** A record with more blocks than this, or bodies larger than {@link STEPPED_BODY_BYTES}, is serialized in
+ * steps with other work between them; a smaller one in one JSON.stringify. */
+const STEPPED_BLOCKS = 1024;
+const STEPPED_BODY_BYTES = 1024 * 1024;
+/** How long a stepped serialization runs before it gives the event loop back (ms). */
+const STEP_SLICE_MS = 4;
+
 /**
  * The window a kill -9 can lose: records are queued when an exchange ends and every queued record is written
  * in one batch on the next turn of the event loop, so only exchanges that ended in the last moments (a few
- * milliseconds, more while a large body is being serialized) are still in memory. Nothing is fsynced: a
+ * milliseconds; a large record is serialized in steps of a few ms, so its own line reaches the file tens of ms
+ * later, in proportion to its size) are still in memory. Nothing is fsynced: a
  * crash of the process loses nothing written; a crash of the machine may.
  */
 export class CaptureWriter {
@@ -189,24 +198,28 @@ export class CaptureWriter {
       for (const item of items) this.queuedBytes -= item.size;
       let batch: Buffer[] = [];
       let batchBytes = 0;
+      let batchRecords = 0;
       const flushBatch = async () => {
         if (!batch.length) return;
         const lines = batch;
         const bytes = batchBytes;
+        const records = batchRecords;
         batch = [];
         batchBytes = 0;
+        batchRecords = 0;
         try {
-          await this.commit(lines, bytes);
+          await this.commit(lines, bytes, records);
         } catch (err) {
           // Every record of the batch shares the fate of the write that failed.
-          await this.failed(err, lines.length);
+          await this.failed(err, records);
         }
       };
       for (const item of items) {
         try {
           if (!this.handle) await this.rotate();
-          let line = this.line(item);
-          let bytes = line.length;
+          const made = this.line(item);
+          let line = made instanceof Promise ? await made : made;
+          let bytes = line.bytes;
           if (this.opts.maxBytes !== undefined && bytes > this.opts.maxBytes) {
             this.status.dropped++;
             this.log(`capture: a record of ${bytes} bytes is larger than --max-mb; it was not written`);
@@ -219,12 +232,14 @@ export class CaptureWriter {
             await flushBatch();
             // A new file starts every session's delta chain afresh: the body is stored again against no base.
             await this.rotate();
-            line = this.line(item);
-            bytes = line.length;
+            const again = this.line(item);
+            line = again instanceof Promise ? await again : again;
+            bytes = line.bytes;
           }
           this.remember(item.record, item.bodies);
-          batch.push(line);
+          for (const piece of line.pieces) batch.push(piece);
           batchBytes += bytes;
+          batchRecords++;
         } catch (err) {
           await this.failed(err, 1);
           continue;
@@ -235,17 +250,49 @@ export class CaptureWriter {
     }
   }
 
-  /** One record as the bytes of its line (encoded once: a 40 MB body is not copied again to be joined). */
-  private line(item: { record: CaptureRecord; bodies?: CapturedBodies }): Buffer {
-    const json = JSON.stringify(this.withBodies(item.record, item.bodies));
-    const out = Buffer.allocUnsafe(Buffer.byteLength(json) + 1);
-    out[out.write(json)] = 0x0a;
-    return out;
+  /**
+   * One record as the bytes of its line. A small one in one JSON.stringify, encoded once; a large one (a
+   * 100,000-message prefix, a body of megabytes) in steps of a few ms with the event loop given back
+   * between them (json-line-steps: the same bytes), so other clients' streams move meanwhile. Synchronous
+   * (no turn of the event loop) for a small record.
+   */
+  private line(item: {
+    record: CaptureRecord;
+    bodies?: CapturedBodies;
+  }): { pieces: Buffer[]; bytes: number } | Promise<{ pieces: Buffer[]; bytes: number }> {
+    const stored = this.withBodies(item.record, item.bodies);
+    const bodyBytes = (item.bodies?.forwarded.length ?? 0) + (item.bodies?.client?.length ?? 0);
+    if ((stored.prefix?.blocks.length ?? 0) <= STEPPED_BLOCKS && bodyBytes <= STEPPED_BODY_BYTES) {
+      const json = JSON.stringify(stored);
+      const out = Buffer.allocUnsafe(Buffer.byteLength(json) + 1);
+      out[out.write(json)] = 0x0a;
+      return { pieces: [out], bytes: out.length };
+    }
+    const steps = jsonLineSteps(stored);
+    return new Promise((resolve, reject) => {
+      const slice = () => {
+        const t0 = performance.now();
+        try {
+          for (;;) {
+            const r = steps.next();
+            if (r.done) {
+              resolve(r.value);
+              return;
+            }
+            if (performance.now() - t0 >= STEP_SLICE_MS) break;
+          }
+        } catch (err) {
+          reject(err);
+          return;
+        }
+        setImmediate(slice);
+      };
+      slice();
+    });
   }
 
-  /** Appends one batch, first removing the oldest files so the folder stays under --max-mb. */
-  private async commit(lines: Buffer[], bytes: number): Promise<void> {
-    const count = lines.length;
+  /** Appends one batch (`count` records), first removing the oldest files so the folder stays under --max-mb. */
+  private async commit(lines: Buffer[], bytes: number, count: number): Promise<void> {
     await this.makeRoom(bytes);
     const h = this.handle as FileHandle;
     const { bytesWritten } = await h.writev(lines);

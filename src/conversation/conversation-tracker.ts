@@ -1,17 +1,21 @@
 // The proxy's seat at the conversation model: resolves each client request once (labels from its headers
-// and body, ends from its prefix) and commits it only when the upstream accepted it. Holds no other state.
+// and body, ends from its prefix) and commits it only when the upstream accepted it, commits in order, in
+// bounded steps when asked. Holds no other state; never reads a clock (times are parameters).
 
 import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import type { CapturedConversation } from '../capture/capture-record.js';
+import { StepQueue } from '../core/step-queue.js';
 import type { Prefix } from '../prefix/build-prefix.js';
-import { messageEnds } from '../prefix/message-ends.js';
+import { messageEndsSteps } from '../prefix/message-ends.js';
+import { drainSteps } from '../wire/json-scan.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { type ConversationSnapshot, MemoryConversationStore } from './conversation-store.js';
 import {
   type ConversationRequest,
-  commitConversation,
+  commitConversationSteps,
   type Resolution,
   resolveConversation,
+  resolveConversationSteps,
 } from './resolve-conversation.js';
 import { type HeaderLookup, type SessionLabel, sessionLabel } from './session-label.js';
 
@@ -35,12 +39,23 @@ export function conversationRequest(
   headers: HeaderLookup,
   time: number,
 ): { label: SessionLabel | undefined; request: ConversationRequest } {
+  return drainSteps(conversationRequestSteps(id, prefix, headers, time));
+}
+
+/** {@link conversationRequest} in bounded steps (its message ends are read a few hundred blocks at a time). */
+export function* conversationRequestSteps(
+  id: string,
+  prefix: Prefix,
+  headers: HeaderLookup,
+  time: number,
+): Generator<void, { label: SessionLabel | undefined; request: ConversationRequest }> {
   const label = sessionLabel(headers, prefix.body.fields);
   const previous = prefix.format === 'openai-responses' ? prefix.body.fields.previous_response_id : undefined;
+  const ends = yield* messageEndsSteps(prefix);
   const request: ConversationRequest = {
     id,
     time,
-    ends: messageEnds(prefix),
+    ends,
     head: prefix.levels.messages.foldHash,
     ...(label ? { label: label.key } : {}),
     ...(prefix.model ? { model: prefix.model } : {}),
@@ -49,8 +64,23 @@ export function conversationRequest(
   return { label, request };
 }
 
+/**
+ * Resolves and commits requests against one store. Commits apply in the order they start: a stepped
+ * commit ({@link commitSteps}, {@link trackSteps}) holds the next one back until it is done, and the
+ * one-step {@link commit} first finishes any that is half done. A {@link resolve} while a stepped commit
+ * is half done sees what `commitConversationSteps` documents: the new request as its line's tip, the
+ * passing keys of its first messages only.
+ */
 export class ConversationTracker {
+  /** Stepped commits (and resolutions with their commit), one at a time, in order. */
+  private readonly line = new StepQueue();
+
   constructor(readonly store: MemoryConversationStore = new MemoryConversationStore()) {}
+
+  /** Whether a stepped commit is half done (tests). */
+  get committing(): boolean {
+    return this.line.busy;
+  }
 
   snapshot(): ConversationSnapshot {
     return this.store.snapshot();
@@ -65,6 +95,21 @@ export class ConversationTracker {
     return { label, request, resolution: resolveConversation(this.store, request), committed: false };
   }
 
+  /**
+   * {@link resolve} in bounded steps: its message ends, then its resolution, with no stepped commit
+   * applied in between (it waits for, and helps finish, any under way).
+   */
+  *resolveSteps(
+    id: string,
+    prefix: Prefix,
+    headers: HeaderLookup,
+    time: number,
+  ): Generator<void, TrackedRequest> {
+    const { label, request } = yield* conversationRequestSteps(id, prefix, headers, time);
+    const resolution = yield* this.line.run(resolveConversationSteps(this.store, request));
+    return { label, request, resolution, committed: false };
+  }
+
   /** Records the id of the response a committed request got (what a chained request names). */
   answered(t: TrackedRequest, responseId: string): void {
     if (t.committed) this.store.addResponse(responseId, t.request.id);
@@ -72,14 +117,64 @@ export class ConversationTracker {
 
   /** Records the request as a turn if the upstream accepted it; returns whether it did. */
   commit(t: TrackedRequest, route: string, status: number | undefined): boolean {
+    return drainSteps(this.commitSteps(t, route, status));
+  }
+
+  /**
+   * {@link commit} in bounded steps (the passing index a few hundred keys at a time), after any earlier
+   * stepped commit is done. `t.committed` is set as it begins, so it is never committed twice.
+   */
+  *commitSteps(t: TrackedRequest, route: string, status: number | undefined): Generator<void, boolean> {
     if (t.committed || !countsAsTurn(route, status)) return false;
-    // What a turn writes matters as long as its provider's cache can still hold its prefix, no longer.
-    const time = t.request.time;
-    this.store.stamp(time + longestCacheTtlMs(formatFromRoute(route)));
-    commitConversation(this.store, t.request, t.resolution);
-    this.store.prune(time);
     t.committed = true;
+    yield* this.line.run(this.writeSteps(t.request, t.resolution, route));
     return true;
+  }
+
+  /**
+   * Resolves and commits a request no fix looked at (the recorder's): its message ends, then, once any
+   * earlier stepped commit is done, its resolution and its commit, all in bounded steps and with no other
+   * stepped commit in between (the resolution reads the store it then writes).
+   */
+  *trackSteps(
+    id: string,
+    prefix: Prefix,
+    headers: HeaderLookup,
+    time: number,
+    route: string,
+    status: number | undefined,
+  ): Generator<void, TrackedRequest> {
+    const { label, request } = yield* conversationRequestSteps(id, prefix, headers, time);
+    const turn = countsAsTurn(route, status);
+    const store = this.store;
+    const write = (res: Resolution) => this.writeSteps(request, res, route);
+    const resolution = yield* this.line.run(
+      (function* () {
+        const res = yield* resolveConversationSteps(store, request);
+        if (turn) yield* write(res);
+        return res;
+      })(),
+    );
+    return { label, request, resolution, committed: turn };
+  }
+
+  /** The store's writes for a commit, stamped with its expiry before each piece (another write between two
+   * pieces may stamp its own). */
+  private *writeSteps(
+    request: ConversationRequest,
+    resolution: Resolution,
+    route: string,
+  ): Generator<void, void> {
+    // What a turn writes matters as long as its provider's cache can still hold its prefix, no longer.
+    const time = request.time;
+    const expiresAt = time + longestCacheTtlMs(formatFromRoute(route));
+    const steps = commitConversationSteps(this.store, request, resolution);
+    for (;;) {
+      this.store.stamp(expiresAt);
+      if (steps.next().done) break;
+      yield;
+    }
+    this.store.prune(time);
   }
 }
 

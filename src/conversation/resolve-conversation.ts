@@ -3,6 +3,7 @@
 // It never reads a body, a clock or a header, and there is no default bucket: strangers share nothing.
 
 import type { MessageEnd } from '../prefix/message-ends.js';
+import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { ConversationStore, Relation, RequestNode } from './conversation-store.js';
 
 /** What the resolver needs of a request. */
@@ -61,12 +62,20 @@ interface Candidate {
  * which must share more than the opening input. A match under another label counts only when the cached
  * prefix agrees or a real history is shared.
  */
-function findParent(store: ConversationStore, req: ConversationRequest): Candidate | undefined {
+function* findParentSteps(
+  store: ConversationStore,
+  req: ConversationRequest,
+): Generator<void, Candidate | undefined> {
   const chained = chainedParent(store, req);
   if (chained) return chained;
   const ends = req.ends;
   let full: Candidate | undefined;
+  let step = 0;
   for (let i = ends.length - 1; i >= 0 && !full; i--) {
+    if (++step === STEP_ITEMS) {
+      step = 0;
+      yield;
+    }
     const end = ends[i] as MessageEnd;
     let best: RequestNode | undefined;
     for (const id of store.endingAt(end.transcript)) {
@@ -84,6 +93,10 @@ function findParent(store: ConversationStore, req: ConversationRequest): Candida
     if (best?.final) full = { node: best, at: i, agreed: end.cacheKey === best.final.cacheKey, full: true };
   }
   for (let j = ends.length - 1; j > (full?.at ?? -1); j--) {
+    if (++step === STEP_ITEMS) {
+      step = 0;
+      yield;
+    }
     const end = ends[j] as MessageEnd;
     // Sharing only the opening (user input before any reply) makes no conversation: strangers send the
     // same context block or template before their own task.
@@ -149,7 +162,19 @@ function latestInLine(store: ConversationStore, id: string, message: number): Re
 
 /** Resolves a request against what the store holds. Reads only; {@link commitConversation} records it. */
 export function resolveConversation(store: ConversationStore, req: ConversationRequest): Resolution {
-  const found = findParent(store, req);
+  return drainSteps(resolveConversationSteps(store, req));
+}
+
+/**
+ * {@link resolveConversation} in bounded steps: it yields every {@link STEP_ITEMS} message ends it looks
+ * up. The same resolution, provided the store does not change between the steps (the tracker holds its
+ * commits back meanwhile: conversation-tracker's `trackSteps`).
+ */
+export function* resolveConversationSteps(
+  store: ConversationStore,
+  req: ConversationRequest,
+): Generator<void, Resolution> {
+  const found = yield* findParentSteps(store, req);
   const alone = (): Resolution => ({
     conversation: newId(req.id),
     relation: req.label !== undefined && store.labelSeen(req.label) ? 'sibling' : 'new',
@@ -248,6 +273,24 @@ export function commitConversation(
   req: ConversationRequest,
   res: Resolution,
 ): RequestNode {
+  return drainSteps(commitConversationSteps(store, req, res));
+}
+
+/**
+ * {@link commitConversation} in bounded steps, the same writes in the same order. Everything but the
+ * passing index is written before the first yield: the node, its parent's counts, its conversation's tip,
+ * its label and its ending key. The passing keys (one per message end it adds, 100,000 for a new
+ * 100,000-message conversation) follow {@link STEP_ITEMS} at a time, oldest message first. A resolution
+ * that runs between two steps sees the new request as its line's tip (a request that extends it finds it
+ * by its ending key) and the passing keys of its first messages only: an edit deeper in its history than
+ * those is found through the older requests of the line that passed there, or not at all, until the
+ * commit is done.
+ */
+export function* commitConversationSteps(
+  store: ConversationStore,
+  req: ConversationRequest,
+  res: Resolution,
+): Generator<void, RequestNode> {
   for (const r of res.reclassified) applyReclassification(store, r);
   const last = req.ends[req.ends.length - 1];
   const node: RequestNode = {
@@ -303,6 +346,7 @@ export function commitConversation(
   // so a request that appends a turn costs O(the new turn). Lookups go on to the line's latest request.
   const from = res.shared?.full ? Math.max(0, res.shared.ends - 1) : 0;
   for (let i = from; i < req.ends.length - 1; i++) {
+    if ((i - from) % STEP_ITEMS === STEP_ITEMS - 1) yield;
     const e = req.ends[i] as MessageEnd;
     store.addPassing(e.transcript, { request: req.id, cacheKey: e.cacheKey });
   }

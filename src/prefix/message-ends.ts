@@ -2,6 +2,7 @@
 // key (what the cache can share), the transcript key (which conversation this is) and the tokens so far.
 // Read from the prefix model only; it never parses a body.
 
+import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import { blocksTakenOver, type Prefix, type PrefixBlock } from './build-prefix.js';
 
 /** One message end of a prefix. */
@@ -28,6 +29,11 @@ const INPUT_ROLES: ReadonlySet<string> = new Set(['user', 'system', 'developer']
  * which has no transcript). Empty when the request has no conversation messages.
  */
 export function messageEnds(prefix: Prefix): MessageEnd[] {
+  return drainSteps(messageEndsSteps(prefix));
+}
+
+/** {@link messageEnds} in bounded steps (it yields every {@link STEP_ITEMS} blocks it reads): the same ends. */
+export function* messageEndsSteps(prefix: Prefix): Generator<void, MessageEnd[]> {
   const known = endsOf.get(prefix.blocks);
   if (known) return known.slice();
   // A prefix whose blocks begin with an earlier prefix's (the builder took them over) extends its ends.
@@ -35,8 +41,8 @@ export function messageEnds(prefix: Prefix): MessageEnd[] {
   const before = taken ? endsOf.get(taken.from) : undefined;
   const ends =
     before && taken
-      ? extendMessageEnds(prefix, before.slice(), taken.count)
-      : extendMessageEnds(prefix, [], 0);
+      ? yield* extendMessageEndsSteps(prefix, before.slice(), taken.count)
+      : yield* extendMessageEndsSteps(prefix, [], 0);
   endsOf.set(prefix.blocks, ends);
   return ends.slice();
 }
@@ -51,24 +57,55 @@ const endsOf = new WeakMap<readonly PrefixBlock[], MessageEnd[]>();
  * a turn costs O(the new turn): pass an array nobody else reads afterwards.
  */
 export function extendMessageEnds(prefix: Prefix, ends: MessageEnd[], shared: number): MessageEnd[] {
-  const out = ends;
+  const { from, opening } = keptEnds(prefix, ends, shared);
+  appendEnds(prefix, ends, from, prefix.levels.messages.end, opening);
+  return ends;
+}
+
+/**
+ * {@link extendMessageEnds} in bounded steps: the same plain loop over {@link STEP_ITEMS} blocks at a time,
+ * yielding between, so a 100,000-message prefix is read over many turns of a caller's event loop. The same
+ * ends, in the same array.
+ */
+export function* extendMessageEndsSteps(
+  prefix: Prefix,
+  ends: MessageEnd[],
+  shared: number,
+): Generator<void, MessageEnd[]> {
+  const kept = keptEnds(prefix, ends, shared);
+  let opening = kept.opening;
+  const end = prefix.levels.messages.end;
+  for (let i = kept.from; i < end; i += STEP_ITEMS) {
+    opening = appendEnds(prefix, ends, i, Math.min(end, i + STEP_ITEMS), opening);
+    if (i + STEP_ITEMS < end) yield;
+  }
+  return ends;
+}
+
+/** Cuts `ends` (in place) to those it can keep; returns the block to read on from and the opening flag there. */
+function keptEnds(prefix: Prefix, ends: MessageEnd[], shared: number): { from: number; opening: boolean } {
   // The ends to keep (block and the next one shared) lead the list: found by bisection, not looked into.
   let kept = 0;
-  let hi = out.length;
+  let hi = ends.length;
   while (kept < hi) {
     const mid = (kept + hi) >>> 1;
-    if ((out[mid] as MessageEnd).block + 1 < shared) kept = mid + 1;
+    if ((ends[mid] as MessageEnd).block + 1 < shared) kept = mid + 1;
     else hi = mid;
   }
-  out.length = kept;
-  const { start, end } = prefix.levels.messages;
+  ends.length = kept;
+  const last = ends[kept - 1];
+  return { from: last ? last.block + 1 : prefix.levels.messages.start, opening: last ? last.opening : true };
+}
+
+/** Appends the message ends among blocks `from` to `to` (of the messages level); returns the opening flag after them. */
+function appendEnds(prefix: Prefix, out: MessageEnd[], from: number, to: number, opening: boolean): boolean {
+  const end = prefix.levels.messages.end;
   const blocks = prefix.blocks;
-  const last = out[kept - 1];
-  let opening = last ? last.opening : true;
-  for (let i = last ? last.block + 1 : start; i < end; i++) {
+  let open = opening;
+  for (let i = from; i < to; i++) {
     const b = blocks[i];
     if (!b) continue;
-    if (b.role === undefined || !INPUT_ROLES.has(b.role)) opening = false;
+    if (b.role === undefined || !INPUT_ROLES.has(b.role)) open = false;
     const next = blocks[i + 1];
     if (i + 1 < end && next?.messageIndex === b.messageIndex) continue;
     if (b.transcript === undefined) continue;
@@ -78,8 +115,8 @@ export function extendMessageEnds(prefix: Prefix, ends: MessageEnd[], shared: nu
       cacheKey: b.hash,
       transcript: b.transcript,
       tokens: b.cumulativeTokens,
-      opening,
+      opening: open,
     });
   }
-  return out;
+  return open;
 }

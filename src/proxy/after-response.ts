@@ -44,20 +44,29 @@ export async function afterResponse(
     }
     // The parse, the record and its cause: one after another, each a step of its own, so a slice can stop
     // between them and the analysis never holds up other exchanges.
+    // Each runs in pieces (a huge body's parse, record and analysis are cut into many; the parse is a no-op
+    // when the tracking above parsed it).
     let record: CaptureRecord | undefined;
-    // The parse runs in pieces (a huge body's is cut into many; a no-op when the tracking above parsed it).
     const parse = deps.recorder.parseSteps(facts);
+    let recording: Generator<void, CaptureRecord> | undefined;
+    let analysis: Generator<void, unknown> | undefined;
     await deps.slices.series([
       () => parse.next().done !== true,
       () => {
-        record = deps.recorder.record(facts);
+        recording ??= deps.recorder.recordSteps(facts);
+        const r = recording.next();
+        if (!r.done) return true;
+        record = r.value;
+        return false;
       },
       () => {
-        if (!format || !record) return;
+        if (!format || !record) return false;
         try {
-          deps.live.add(record);
+          analysis ??= deps.live.addSteps(record);
+          return analysis.next().done !== true;
         } catch (err) {
           deps.log(`live analysis of ${facts.id} failed (traffic was not affected): ${String(err)}`);
+          return false;
         }
       },
     ]);

@@ -2,7 +2,12 @@
 // handed over by the fix stage), its conversation (asked of the one resolver), usage from the response.
 // Runs after the client has its bytes; never throws.
 
-import { type CaptureRecord, capturePrefix, type FixNote, keptHeaders } from '../capture/capture-record.js';
+import {
+  type CaptureRecord,
+  capturePrefixSteps,
+  type FixNote,
+  keptHeaders,
+} from '../capture/capture-record.js';
 import type { CaptureWriter } from '../capture/capture-writer.js';
 import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
 import { recordedConversation } from '../conversation/conversation-tracker.js';
@@ -83,6 +88,15 @@ export class ExchangeRecorder {
 
   /** Builds, writes and counts the record. Any failure here is contained: the exchange already happened. */
   record(f: ExchangeFacts): CaptureRecord {
+    return drainSteps(this.recordSteps(f));
+  }
+
+  /**
+   * {@link record} in bounded steps: the parse, the captured blocks, the message ends and the conversation's
+   * resolution and commit (the tracker's `trackSteps`) each yield every few hundred items, so a
+   * 100,000-message request is recorded over many slices. The same record, written once at the end.
+   */
+  *recordSteps(f: ExchangeFacts): Generator<void, CaptureRecord> {
     const format = formatFromRoute(f.route);
     const record: CaptureRecord = {
       v: 1,
@@ -102,7 +116,7 @@ export class ExchangeRecorder {
     if (f.status !== undefined) record.status = f.status;
     if (f.error) record.error = f.error;
     if (f.response) record.responseBytes = f.response.bytes;
-    this.parse(f);
+    yield* this.parseSteps(f);
     let prefix = f.prefix;
     if (f.parseError) record.parseError = f.parseError;
     const summary: Partial<StreamSummary> | undefined = f.response?.summary
@@ -116,7 +130,7 @@ export class ExchangeRecorder {
       const whole = this.chains.whole(prefix, summary?.normalizedUsage?.inputTotal);
       prefix = whole.prefix;
       if (whole.chain) record.chain = whole.chain;
-      record.prefix = capturePrefix(prefix);
+      record.prefix = yield* capturePrefixSteps(prefix);
       record.betas = [...prefix.body.betas];
       if (prefix.model) record.model = prefix.model;
       const fields = prefix.body.fields;
@@ -126,10 +140,15 @@ export class ExchangeRecorder {
       const mode = typeof options?.mode === 'string' ? options.mode : undefined;
       if (retention || mode)
         record.cacheOptions = { ...(retention ? { retention } : {}), ...(mode ? { mode } : {}) };
-      if (!tracked) {
-        tracked = this.o.conversations.resolve(f.id, prefix, f.requestHeaders, f.start);
-        this.o.conversations.commit(tracked, f.route, f.status);
-      }
+      if (!tracked)
+        tracked = yield* this.o.conversations.trackSteps(
+          f.id,
+          prefix,
+          f.requestHeaders,
+          f.start,
+          f.route,
+          f.status,
+        );
     }
     if (tracked) Object.assign(record, recordedConversation(tracked));
     else record.session = { key: `unparsed-${f.provider}`, source: 'none' };

@@ -11,7 +11,9 @@ import {
 import { describeMiss } from '../analyze/describe-miss.js';
 import type { PriceTable } from '../analyze/price-table.js';
 import type { CaptureRecord } from '../capture/capture-record.js';
+import { StepQueue } from '../core/step-queue.js';
 import { clockTimeMs } from '../report/miss-line.js';
+import { drainSteps } from '../wire/json-scan.js';
 
 /** One finished request as the page and the log show it. */
 export interface LiveRequest {
@@ -104,6 +106,8 @@ export class LiveAnalysis {
   private readonly listeners = new Set<LiveListener>();
   private readonly totals = { requests: 0, inputTokens: 0, readTokens: 0, cost: 0, waste: 0 };
   private readonly max: { rows: number; sessions: number; minutes: number };
+  /** Stepped adds, one record at a time in the order they came (the analyzer is not re-entrant). */
+  private readonly line = new StepQueue();
 
   constructor(options: LiveAnalysisOptions) {
     // Rows and misses are handed on, not kept: memory stays bounded however long the proxy runs.
@@ -122,7 +126,15 @@ export class LiveAnalysis {
 
   /** Analyzes a finished exchange and tells every listener; a record the analyzer skips returns undefined. */
   add(record: CaptureRecord): LiveRequest | undefined {
-    const a = this.analyzer.add(record);
+    return drainSteps(this.addSteps(record));
+  }
+
+  /**
+   * {@link add} in bounded steps (the analyzer's), after every add queued before it: a 100,000-message
+   * record is analyzed over many slices, and another record's analysis never runs in its middle.
+   */
+  *addSteps(record: CaptureRecord): Generator<void, LiveRequest | undefined> {
+    const a = yield* this.line.run(this.analyzer.addSteps(record));
     if (!a) return undefined;
     const u = a.usage;
     const row: LiveRequest = {
