@@ -1,5 +1,6 @@
 // Gives the memory of a large request back to the system once it is over: after a body of many megabytes, full
-// garbage collections once its capture record is written and the proxy has been quiet. Never more than every 10 s.
+// garbage collections once its capture record is written and the proxy is quiet. Never more than every 10 s, and
+// never while an exchange is open (a full collection holds the event loop for hundreds of ms).
 
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -29,7 +30,9 @@ function collector(): Collect | undefined {
 
 /**
  * Why this exists: V8 frees a finished 40 MB body only at its next major collection, and an idle proxy
- * allocates too little to trigger one, so its RSS stayed hundreds of MB above normal for minutes.
+ * allocates too little to trigger one, so its RSS stayed hundreds of MB above normal for minutes. A busy
+ * proxy allocates enough for V8's own (incremental) collections: while `busy()` says an exchange is open,
+ * the forced one waits (it stalled another client's stream for 180-440 ms after a 100,000-message body).
  */
 export class MemoryRelease {
   private timer: NodeJS.Timeout | undefined;
@@ -38,6 +41,7 @@ export class MemoryRelease {
   /** `settled` resolves once what holds the body (the capture queue) has let go of it. */
   constructor(
     private readonly settled: () => Promise<void> = async () => {},
+    private readonly busy: () => boolean = () => false,
     private readonly quietMs = 1_000,
     private readonly minGapMs = 10_000,
   ) {}
@@ -49,19 +53,34 @@ export class MemoryRelease {
     const wait = Math.max(this.quietMs, this.last + this.minGapMs - Date.now());
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.last = Date.now();
       void this.settled()
         .catch(() => {})
-        .then(() => {
-          collector()?.();
-          // Buffers freed by the first collection's finalizers are returned by a second one.
-          this.timer = setTimeout(() => {
-            this.timer = undefined;
+        .then(() =>
+          this.whenQuiet(() => {
+            this.last = Date.now();
             collector()?.();
-          }, 2_000);
-          this.timer.unref();
-        });
+            // Buffers freed by the first collection's finalizers are returned by a second one.
+            this.timer = setTimeout(() => {
+              this.timer = undefined;
+              this.whenQuiet(() => collector()?.());
+            }, 2_000);
+            this.timer.unref();
+          }),
+        );
     }, wait);
+    this.timer.unref();
+  }
+
+  /** Runs `collect` now if no exchange is open, else checks again every `quietMs`. */
+  private whenQuiet(collect: () => void): void {
+    if (!this.busy()) {
+      collect();
+      return;
+    }
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.whenQuiet(collect);
+    }, this.quietMs);
     this.timer.unref();
   }
 

@@ -78,7 +78,12 @@ export async function openProxy(
     log,
     ...(options.maxMb !== undefined ? { maxBytes: options.maxMb * 1024 * 1024 } : {}),
   });
-  const memory = new MemoryRelease(() => writer.flush());
+  // Exchanges whose response has not finished: a forced collection waits until there are none.
+  let open = 0;
+  const memory = new MemoryRelease(
+    () => writer.flush(),
+    () => open > 0 || slices.pending > 0,
+  );
   const builder = new PrefixBuilder();
   const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations: state.local });
   // Causes for the page, the log, the metrics and OTLP: the report's analyzer, after each response ended.
@@ -145,6 +150,8 @@ export async function openProxy(
   const server: Server = createServer((req, res) => listener(req, res));
   serveExpectContinue(server, (req, res) => listener(req, res));
   const listener = (req: IncomingMessage, res: ServerResponse) => {
+    open++;
+    res.once('close', () => open--);
     handle(req, res).catch((err) => {
       logger.error(`unexpected error (the client got a 500): ${String(err)}`, err);
       if (!res.headersSent) {
