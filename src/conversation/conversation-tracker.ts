@@ -96,8 +96,8 @@ export class ConversationTracker {
   }
 
   /**
-   * {@link resolve} in bounded steps: its message ends, then its resolution, with no stepped commit
-   * applied in between (it waits for, and helps finish, any under way).
+   * {@link resolve} in bounded steps: its message ends, then its resolution, after every stepped job begun
+   * before it and with no stepped commit applied in between (it waits for, and helps finish, any under way).
    */
   *resolveSteps(
     id: string,
@@ -105,9 +105,14 @@ export class ConversationTracker {
     headers: HeaderLookup,
     time: number,
   ): Generator<void, TrackedRequest> {
-    const { label, request } = yield* conversationRequestSteps(id, prefix, headers, time);
-    const resolution = yield* this.line.run(resolveConversationSteps(this.store, request));
-    return { label, request, resolution, committed: false };
+    const store = this.store;
+    return yield* this.line.run(
+      (function* (): Generator<void, TrackedRequest> {
+        const { label, request } = yield* conversationRequestSteps(id, prefix, headers, time);
+        const resolution = yield* resolveConversationSteps(store, request);
+        return { label, request, resolution, committed: false };
+      })(),
+    );
   }
 
   /** Records the id of the response a committed request got (what a chained request names). */
@@ -132,9 +137,9 @@ export class ConversationTracker {
   }
 
   /**
-   * Resolves and commits a request no fix looked at (the recorder's): its message ends, then, once any
-   * earlier stepped commit is done, its resolution and its commit, all in bounded steps and with no other
-   * stepped commit in between (the resolution reads the store it then writes).
+   * Resolves and commits a request no fix looked at (the recorder's): once every stepped job begun before
+   * it is done, its message ends, its resolution and its commit, in bounded steps with no other stepped
+   * commit in between (the resolution reads the store it then writes).
    */
   *trackSteps(
     id: string,
@@ -144,18 +149,19 @@ export class ConversationTracker {
     route: string,
     status: number | undefined,
   ): Generator<void, TrackedRequest> {
-    const { label, request } = yield* conversationRequestSteps(id, prefix, headers, time);
     const turn = countsAsTurn(route, status);
     const store = this.store;
-    const write = (res: Resolution) => this.writeSteps(request, res, route);
-    const resolution = yield* this.line.run(
-      (function* () {
-        const res = yield* resolveConversationSteps(store, request);
-        if (turn) yield* write(res);
-        return res;
+    const write = (request: ConversationRequest, res: Resolution) => this.writeSteps(request, res, route);
+    // All of it in the line (the message ends too, though they read no store): requests are resolved in
+    // the order their steps began, whatever their sizes.
+    return yield* this.line.run(
+      (function* (): Generator<void, TrackedRequest> {
+        const { label, request } = yield* conversationRequestSteps(id, prefix, headers, time);
+        const resolution = yield* resolveConversationSteps(store, request);
+        if (turn) yield* write(request, resolution);
+        return { label, request, resolution, committed: turn };
       })(),
     );
-    return { label, request, resolution, committed: turn };
   }
 
   /** The store's writes for a commit, stamped with its expiry before each piece (another write between two

@@ -28,9 +28,12 @@ export class StepQueue {
     const job: Job = { work, done: false, value: undefined, failed: false, error: undefined };
     this.jobs.push(job);
     for (;;) {
-      const head = this.jobs[0] as Job;
-      advance(head);
-      if (head.done) this.jobs.shift();
+      // Not done, so still in the line: there is a head (this job, or one before it).
+      if (!job.done) {
+        const head = this.jobs[0] as Job;
+        advance(head);
+        if (head.done) this.jobs.shift();
+      }
       if (job.done) {
         if (job.failed) throw job.error;
         return job.value as T;
