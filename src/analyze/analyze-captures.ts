@@ -411,7 +411,7 @@ export class Analyzer {
     // The cache model, on the captured prefix, at the captured times: usage and evidence.
     let evidence: CacheEvidence | undefined;
     if (turnOf && r.provider === 'anthropic') {
-      const out = this.anthropic.evaluate(prefix, 'capture', start, r.id, { explain: true });
+      const out = yield* this.anthropic.evaluateSteps(prefix, 'capture', start, r.id, { explain: true });
       if ('usage' in out) {
         evidence = out.evidence;
         if (out.thinkingStripped) scale = scaleOver(out.thinkingStripped.prefix);
@@ -460,6 +460,8 @@ export class Analyzer {
       this.outputTokens += usage.output;
     }
     if (res?.relation === 'fork' && res.parent) row.fork = { parent: res.parent };
+    // A step of its own: it compares every shared block of a long history.
+    if (parent) yield;
     const divergence = parent ? firstDivergence(prefixOf(parent), prefix) : null;
     if (usage?.cacheReported && turnOf) {
       const decision = decideCause({

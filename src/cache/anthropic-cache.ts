@@ -2,6 +2,7 @@
 // writes readable once the writing response begins, A/B/C usage. Pure: time and scope are passed in.
 
 import type { Prefix } from '../prefix/build-prefix.js';
+import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import { type AnthropicModelFacts, anthropicModelFacts } from './anthropic-models.js';
 import {
   anthropicBreakpoints,
@@ -11,7 +12,7 @@ import {
   TTL_5M,
 } from './anthropic-rules.js';
 import { thinkingInContext } from './anthropic-thinking.js';
-import { type CacheEvidence, type Unreadable, unreadableEntries } from './cache-evidence.js';
+import { type CacheEvidence, type Unreadable, unreadableEntriesSteps } from './cache-evidence.js';
 import { type CacheEntry, EntryStore } from './entry-store.js';
 
 /** How many positions a breakpoint looks back, counting itself (prompt-caching.md). */
@@ -84,6 +85,21 @@ export class AnthropicCache {
     writer: string,
     options: { explain?: boolean } = {},
   ): AnthropicCacheResult | RuleViolation {
+    return drainSteps(this.evaluateSteps(prefix, scope, start, writer, options));
+  }
+
+  /**
+   * {@link evaluate} in bounded steps: the scans that explain a miss (every block of a long prefix looked
+   * up) yield every {@link STEP_ITEMS} blocks. The same result, provided nothing else uses this cache
+   * until the steps are done.
+   */
+  *evaluateSteps(
+    prefix: Prefix,
+    scope: string,
+    start: number,
+    writer: string,
+    options: { explain?: boolean } = {},
+  ): Generator<void, AnthropicCacheResult | RuleViolation> {
     // Older models strip earlier thinking from context: key and count what the model actually sees.
     const inContext = thinkingInContext(prefix, this.facts(prefix.model));
     prefix = inContext.prefix;
@@ -126,7 +142,9 @@ export class AnthropicCache {
         (breakpoints[0] as Breakpoint).blockIndex - LOOKBACK_POSITIONS + 1,
       );
       const from = hit ? hit.blockIndex : -1;
+      let step = 0;
       for (let i = firstWindowStart - 1; i > from; i--) {
+        if (++step % STEP_ITEMS === 0) yield;
         if (this.store.lookup(keyAt(i), start)) {
           beyondLookback = { blockIndex: i, tokens: blocks[i]?.cumulativeTokens ?? 0 };
           break;
@@ -138,6 +156,7 @@ export class AnthropicCache {
           const hi = (breakpoints[k] as Breakpoint).blockIndex - LOOKBACK_POSITIONS;
           const lo = (breakpoints[k - 1] as Breakpoint).blockIndex;
           for (let i = hi; i > Math.max(lo, from); i--) {
+            if (++step % STEP_ITEMS === 0) yield;
             if (this.store.lookup(keyAt(i), start)) {
               beyondLookback = { blockIndex: i, tokens: blocks[i]?.cumulativeTokens ?? 0 };
               break;
@@ -150,7 +169,8 @@ export class AnthropicCache {
     // What this request could not read, found before its own writes land (they are not "earlier").
     const unreadable: Unreadable[] = [];
     if (options.explain) {
-      for (const u of unreadableEntries(prefix, this.store, scope, start, hit?.blockIndex ?? -1)) {
+      const found = yield* unreadableEntriesSteps(prefix, this.store, scope, start, hit?.blockIndex ?? -1);
+      for (const u of found) {
         if (u.reason === 'beyond_lookback') {
           const bp = breakpoints.find((x) => x.blockIndex > u.blockIndex);
           if (bp) u.distance = bp.blockIndex - u.blockIndex + 1;

@@ -3,6 +3,7 @@
 // another route, rounding). Pure; the analyzer turns evidence into a cause and never guesses TTLs itself.
 
 import type { Prefix } from '../prefix/build-prefix.js';
+import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { EntryStore } from './entry-store.js';
 
 /** Why a cached prefix longer than what was read could not be read. */
@@ -51,10 +52,29 @@ export function unreadableEntries(
   start: number,
   readBlock: number,
 ): Unreadable[] {
+  return drainSteps(unreadableEntriesSteps(prefix, store, scope, start, readBlock));
+}
+
+/**
+ * {@link unreadableEntries} in bounded steps (it yields every {@link STEP_ITEMS} blocks it looks up: a miss
+ * on a 100,000-block prefix looks up every block). The store must not change between the steps.
+ */
+export function* unreadableEntriesSteps(
+  prefix: Prefix,
+  store: EntryStore,
+  scope: string,
+  start: number,
+  readBlock: number,
+): Generator<void, Unreadable[]> {
   const blocks = prefix.blocks;
   const out: Unreadable[] = [];
   const found = new Set<Unreadable['reason']>();
+  let step = 0;
   for (let i = blocks.length - 1; i > readBlock && found.size < 3; i--) {
+    if (++step === STEP_ITEMS) {
+      step = 0;
+      yield;
+    }
     const block = blocks[i];
     if (!block) continue;
     const key = `${scope}|${block.hash}`;
