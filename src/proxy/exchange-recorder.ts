@@ -86,6 +86,11 @@ export class ExchangeRecorder {
     }
   }
 
+  /** Whether a stepped record's conversation commit is half done (a one-step record would finish it first). */
+  get busy(): boolean {
+    return this.o.conversations.committing;
+  }
+
   /** Builds, writes and counts the record. Any failure here is contained: the exchange already happened. */
   record(f: ExchangeFacts): CaptureRecord {
     return drainSteps(this.recordSteps(f));

@@ -124,6 +124,11 @@ export class LiveAnalysis {
     };
   }
 
+  /** Whether a stepped add is under way (a one-step add would finish it first). */
+  get busy(): boolean {
+    return this.line.busy;
+  }
+
   /** Analyzes a finished exchange and tells every listener; a record the analyzer skips returns undefined. */
   add(record: CaptureRecord): LiveRequest | undefined {
     return drainSteps(this.addSteps(record));
