@@ -78,7 +78,9 @@ export class MemoryProxyState implements ProxyState {
   }
 
   async prepare(...args: Parameters<ConversationTracker['resolve']>): Promise<PrepareResult> {
-    const tracked = this.local.resolve(...args);
+    // In steps, behind any stepped commit under way (the recorder's of a huge exchange, say): a first-seen
+    // 100,000-message history never resolves in one hold of the event loop, and never against half a commit.
+    const tracked = await runStepped(this.local.resolveSteps(...args));
     const parent = tracked.resolution.parent;
     return {
       ok: true,
@@ -95,7 +97,7 @@ export class MemoryProxyState implements ProxyState {
     after: RequestFixState | undefined,
   ): Promise<StateCommit> {
     if (p.tracked.committed) return { outcome: 'committed' };
-    if (!countsAsTurn(route, status) || !this.local.commit(p.tracked, route, status))
+    if (!countsAsTurn(route, status) || !(await runStepped(this.local.commitSteps(p.tracked, route, status))))
       return { outcome: 'not-turn' };
     const time = p.tracked.request.time;
     if (after) {
