@@ -1,0 +1,125 @@
+// Property test: the fix path (tools-freeze, pin-reminders) on a warm prefix builder forwards byte-identical
+// bodies, notes and states to a cold one, for random interleaved Anthropic sessions under random edits.
+
+import { describe, expect, it } from 'vitest';
+import { runFixStage } from '../../src/fixes/fix-stage.js';
+import { fixRegistry } from '../../src/fixes/registry.js';
+import { PrefixBuilder } from '../../src/prefix/build-prefix.js';
+import { messageEnds } from '../../src/prefix/message-ends.js';
+import {
+  type Conversation,
+  editConversation,
+  newConversation,
+  type Rand,
+  seededRandom,
+  serialize,
+} from '../fixtures/fuzz-bodies.js';
+
+type Json = Record<string, unknown>;
+const format = 'anthropic-messages' as const;
+
+/** What a client does to a reminder: moves it into its own message, merges it back, string versus array. */
+function reshape(r: Rand, c: Conversation): string {
+  const list = c.body.messages as Json[];
+  const at = Math.floor(r() * list.length);
+  const m = list[at] as Json;
+  if (typeof m.content === 'string') {
+    m.content = [{ type: 'text', text: m.content }];
+    return 'to-array';
+  }
+  const blocks = m.content as Json[];
+  if (blocks.length === 1 && (blocks[0] as Json).type === 'text' && r() < 0.5) {
+    m.content = (blocks[0] as Json).text;
+    return 'to-string';
+  }
+  if (blocks.length >= 2 && m.role === 'user') {
+    const moved = blocks.pop() as Json;
+    list.splice(at + 1, 0, { role: 'user', content: [moved] });
+    return 'split-reminder';
+  }
+  const next = list[at + 1];
+  if (next && next.role === m.role && Array.isArray(next.content)) {
+    blocks.push(...(next.content as Json[]));
+    list.splice(at + 1, 1);
+    return 'merge-reminder';
+  }
+  blocks.push({ type: 'text', text: '<system-reminder>pinned</system-reminder>' });
+  return 'add-reminder';
+}
+
+const outcome = (f: () => unknown) => {
+  try {
+    return f();
+  } catch (e) {
+    return { error: (e as Error).constructor.name, message: (e as Error).message };
+  }
+};
+
+/** One session: each step's request through the fix stage on a warm and on a cold builder. */
+function fuzzFixSession(seed: number, steps: number, parallel: number, seen: Set<string>): void {
+  const r = seededRandom(seed);
+  const convs = Array.from({ length: parallel }, (_, i) => newConversation(r, format, i));
+  const fixes = fixRegistry().resolve(['tools-freeze', 'pin-reminders']);
+  const warm = new PrefixBuilder();
+  const states = { warm: new Map<number, ReadonlyMap<string, unknown>>(), cold: new Map<number, ReadonlyMap<string, unknown>>() };
+  const trail: string[] = [];
+  for (let s = 0; s < steps; s++) {
+    const c = convs[Math.floor(r() * convs.length)] as Conversation;
+    const edit = s === 0 ? 'first' : r() < 0.3 ? reshape(r, c) : editConversation(r, c);
+    const { bytes, edit: wire } = serialize(r, c);
+    trail.push(`${c.id}:${edit}/${wire}`);
+    seen.add(edit);
+    const ctx = { provider: 'anthropic' as const, route: '/v1/messages', now: s * 1000, conversation: `c${c.id}`, relation: 'continues' as const };
+    const run = (which: 'warm' | 'cold') =>
+      outcome(() => {
+        const builder = () => (which === 'warm' ? warm : new PrefixBuilder());
+        const prefix = builder().parse(bytes, { format });
+        const out = runFixStage({
+          fixes,
+          body: bytes,
+          prefix,
+          headers: {},
+          states: states[which].get(c.id),
+          context: ctx,
+          reparse: (next, h) => builder().parse(next, { format, headers: h }),
+        });
+        states[which].set(c.id, out.states);
+        return {
+          body: out.body.toString(),
+          notes: out.notes,
+          states: JSON.stringify([...out.states]),
+          blocks: out.prefix.blocks,
+          ends: messageEnds(out.prefix),
+          clientEnds: messageEnds(prefix),
+        };
+      });
+    const got = run('warm');
+    const want = run('cold');
+    expect(got, `seed ${seed} step ${s} (${trail.slice(-6).join(' ')})`).toEqual(want);
+    const w = want as { body?: string; notes?: string[]; error?: string };
+    if (w.error) seen.add('error');
+    else if (w.body !== bytes.toString()) seen.add('forwarded-changed');
+    if (w.notes?.length) seen.add('noted');
+  }
+}
+
+describe('the fix path on a warm builder forwards what a cold one forwards (random sessions)', () => {
+  it('for single and interleaved Anthropic sessions with tool changes and reshaped reminders', () => {
+    const seen = new Set<string>();
+    for (let seed = 1; seed <= 25; seed++) fuzzFixSession(seed, 25, 1 + (seed % 3), seen);
+    // The edits were drawn and the fixes acted (changed forwarded bodies, notes), bad bodies included.
+    for (const e of [
+      'split-reminder',
+      'merge-reminder',
+      'to-string',
+      'to-array',
+      'tools',
+      'append',
+      'edit-old',
+      'forwarded-changed',
+      'noted',
+      'error',
+    ])
+      expect(seen).toContain(e);
+  });
+});
