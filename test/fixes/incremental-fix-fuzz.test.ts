@@ -61,7 +61,10 @@ function fuzzFixSession(seed: number, steps: number, parallel: number, seen: Set
   const convs = Array.from({ length: parallel }, (_, i) => newConversation(r, format, i));
   const fixes = fixRegistry().resolve(['tools-freeze', 'pin-reminders']);
   const warm = new PrefixBuilder();
-  const states = { warm: new Map<number, ReadonlyMap<string, unknown>>(), cold: new Map<number, ReadonlyMap<string, unknown>>() };
+  const states = {
+    warm: new Map<number, ReadonlyMap<string, unknown>>(),
+    cold: new Map<number, ReadonlyMap<string, unknown>>(),
+  };
   const trail: string[] = [];
   for (let s = 0; s < steps; s++) {
     const c = convs[Math.floor(r() * convs.length)] as Conversation;
@@ -69,7 +72,13 @@ function fuzzFixSession(seed: number, steps: number, parallel: number, seen: Set
     const { bytes, edit: wire } = serialize(r, c);
     trail.push(`${c.id}:${edit}/${wire}`);
     seen.add(edit);
-    const ctx = { provider: 'anthropic' as const, route: '/v1/messages', now: s * 1000, conversation: `c${c.id}`, relation: 'continues' as const };
+    const ctx = {
+      provider: 'anthropic' as const,
+      route: '/v1/messages',
+      now: s * 1000,
+      conversation: `c${c.id}`,
+      relation: 'continues' as const,
+    };
     const run = (which: 'warm' | 'cold') =>
       outcome(() => {
         const builder = () => (which === 'warm' ? warm : new PrefixBuilder());
@@ -106,7 +115,8 @@ function fuzzFixSession(seed: number, steps: number, parallel: number, seen: Set
 describe('the fix path on a warm builder forwards what a cold one forwards (random sessions)', () => {
   it('for single and interleaved Anthropic sessions with tool changes and reshaped reminders', () => {
     const seen = new Set<string>();
-    for (let seed = 1; seed <= 25; seed++) fuzzFixSession(seed, 25, 1 + (seed % 3), seen);
+    const scale = Math.max(1, Number(process.env.CACHEWARD_FUZZ_SCALE) || 1);
+    for (let seed = 1; seed <= 25 * scale; seed++) fuzzFixSession(seed, 25, 1 + (seed % 3), seen);
     // The edits were drawn and the fixes acted (changed forwarded bodies, notes), bad bodies included.
     for (const e of [
       'split-reminder',

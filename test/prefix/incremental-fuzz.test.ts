@@ -9,6 +9,7 @@ import type { WireFormat } from '../../src/wire/request-body.js';
 import {
   type Conversation,
   editConversation,
+  growConversation,
   newConversation,
   seededRandom,
   serialize,
@@ -21,7 +22,7 @@ function nodeData(n: ScanNode): unknown {
 }
 
 /** Everything a prefix says, as plain data. */
-export function prefixData(p: Prefix): unknown {
+function prefixData(p: Prefix): unknown {
   return {
     format: p.format,
     model: p.model,
@@ -48,13 +49,16 @@ function outcome(parse: () => Prefix): unknown {
   }
 }
 
+/** More seeds for a deep run: CACHEWARD_FUZZ_SCALE=50 npx vitest run test/prefix/incremental-fuzz.test.ts */
+const SCALE = Math.max(1, Number(process.env.CACHEWARD_FUZZ_SCALE) || 1);
+
 const FORMATS: WireFormat[] = ['anthropic-messages', 'openai-chat', 'openai-responses'];
 
 /**
  * Runs `steps` requests of `parallel` interleaved random conversations through one warm builder and
  * checks each against a cold one. Returns how many failed to parse (so the test knows errors were tried).
  */
-export function fuzzSession(
+function fuzzSession(
   seed: number,
   steps: number,
   parallel: number,
@@ -78,9 +82,10 @@ export function fuzzSession(
     const got = outcome(() => warm.parse(bytes, { format: f }));
     const want = outcome(() => new PrefixBuilder().parse(bytes, { format: f }));
     if ((want as { error?: string }).error) errors++;
-    expect(got, `seed ${seed} step ${s} (${trail.slice(-6).join(' ')}): ${bytes.toString().slice(0, 300)}`).toEqual(
-      want,
-    );
+    expect(
+      got,
+      `seed ${seed} step ${s} (${trail.slice(-6).join(' ')}): ${bytes.toString().slice(0, 300)}`,
+    ).toEqual(want);
   }
   return { errors, edits };
 }
@@ -89,7 +94,7 @@ describe('a warm prefix builder says what a cold one says (random bodies, random
   it('for single conversations in each format', () => {
     let errors = 0;
     const edits = new Set<string>();
-    for (let seed = 1; seed <= 60; seed++) {
+    for (let seed = 1; seed <= 60 * SCALE; seed++) {
       const out = fuzzSession(seed, 30, 1);
       errors += out.errors;
       for (const e of out.edits) edits.add(e);
@@ -110,13 +115,67 @@ describe('a warm prefix builder says what a cold one says (random bodies, random
       'messages-not-array',
       'truncate-bytes',
       'corrupt-byte',
+      'escapes',
     ])
       expect(edits).toContain(e);
     expect(errors).toBeGreaterThan(10);
   });
 
   it('for interleaved conversations, with a small keep bound (kept bodies evicted between requests)', () => {
-    for (let seed = 100; seed < 130; seed++) fuzzSession(seed, 40, 3);
-    for (let seed = 200; seed < 215; seed++) fuzzSession(seed, 40, 4, { bodies: 2, bytes: 2_000 });
+    for (let seed = 100; seed < 100 + 30 * SCALE; seed++) fuzzSession(seed * 7, 40, 3);
+    for (let seed = 200; seed < 200 + 15 * SCALE; seed++)
+      fuzzSession(seed * 11, 40, 4, { bodies: 2, bytes: 2_000 });
+  });
+});
+
+describe('stepped parses interleaved on one warm builder say what a cold builder says', () => {
+  it('while other parses keep, supersede and evict the bodies they extend from', () => {
+    for (let seed = 300; seed < 300 + 3 * SCALE; seed++) {
+      const r = seededRandom(seed);
+      const format = FORMATS[seed % 3] as WireFormat;
+      const convs = [0, 1].map((i) => newConversation(r, format, i));
+      // Long histories, so a parse yields between its steps (every few hundred items).
+      for (const c of convs) growConversation(r, c, 320);
+      const warm = new PrefixBuilder({ keep: { bodies: 2 + (seed % 2) * 8 } });
+      const inflight: Array<{ steps: Generator<void, Prefix>; bytes: Buffer; label: string }> = [];
+      let started = 0;
+      let yielded = 0;
+      while (started < 14 || inflight.length) {
+        if (started < 14 && (inflight.length === 0 || r() < 0.4)) {
+          const c = convs[Math.floor(r() * convs.length)] as Conversation;
+          const edit = editConversation(r, c);
+          const { bytes, edit: wire } = serialize(r, c);
+          inflight.push({
+            steps: warm.parseSteps(bytes, { format }),
+            bytes,
+            label: `${started}:${edit}/${wire}`,
+          });
+          started++;
+          continue;
+        }
+        const at = Math.floor(r() * inflight.length);
+        const job = inflight[at] as (typeof inflight)[number];
+        let done: IteratorResult<void, Prefix> | { error: unknown };
+        try {
+          done = job.steps.next();
+        } catch (error) {
+          done = { error };
+        }
+        if ('done' in done && !done.done) {
+          yielded++;
+          continue;
+        }
+        inflight.splice(at, 1);
+        const got =
+          'error' in done
+            ? outcome(() => {
+                throw done.error;
+              })
+            : outcome(() => (done as { value: Prefix }).value);
+        const want = outcome(() => new PrefixBuilder().parse(job.bytes, { format }));
+        expect(got, `seed ${seed} ${job.label}`).toEqual(want);
+      }
+      expect(yielded).toBeGreaterThan(0);
+    }
   });
 });
