@@ -2,13 +2,16 @@
 // bodies, notes and states to a cold one, for random interleaved Anthropic sessions under random edits.
 
 import { describe, expect, it } from 'vitest';
-import { runFixStage } from '../../src/fixes/fix-stage.js';
+import { runFixStage, runFixStageSteps } from '../../src/fixes/fix-stage.js';
 import { fixRegistry } from '../../src/fixes/registry.js';
 import { PrefixBuilder } from '../../src/prefix/build-prefix.js';
 import { messageEnds } from '../../src/prefix/message-ends.js';
+import { FixStateStore } from '../../src/state/fix-state-store.js';
+import { drainSteps } from '../../src/wire/json-scan.js';
 import {
   type Conversation,
   editConversation,
+  growConversation,
   newConversation,
   type Rand,
   seededRandom,
@@ -61,8 +64,19 @@ function fuzzFixSession(seed: number, steps: number, parallel: number, seen: Set
   const convs = Array.from({ length: parallel }, (_, i) => newConversation(r, format, i));
   const fixes = fixRegistry().resolve(['tools-freeze', 'pin-reminders']);
   const warm = new PrefixBuilder();
+  // The warm side keeps its states as the proxy does (shared parts, set in steps that may still be running
+  // when the conversation's next request starts); the cold side in a plain map.
+  const store = new FixStateStore();
+  const pending: Array<Generator<void, void>> = [];
   const states = {
-    warm: new Map<number, ReadonlyMap<string, unknown>>(),
+    warm: {
+      get: (id: number) => store.get(`c${id}`),
+      set: (id: number, st: ReadonlyMap<string, unknown>) => {
+        const steps = store.setSteps(`c${id}`, st);
+        if (r() < 0.5) drainSteps(steps);
+        else if (!steps.next().done) pending.push(steps);
+      },
+    },
     cold: new Map<number, ReadonlyMap<string, unknown>>(),
   };
   const trail: string[] = [];
@@ -102,6 +116,7 @@ function fuzzFixSession(seed: number, steps: number, parallel: number, seen: Set
           clientEnds: messageEnds(prefix),
         };
       });
+    while (pending.length && r() < 0.5) drainSteps(pending.shift() as Generator<void, void>);
     const got = run('warm');
     const want = run('cold');
     expect(got, `seed ${seed} step ${s} (${trail.slice(-6).join(' ')})`).toEqual(want);
@@ -131,5 +146,104 @@ describe('the fix path on a warm builder forwards what a cold one forwards (rand
       'error',
     ])
       expect(seen).toContain(e);
+  });
+});
+
+describe('fix stages run in steps, interleaved on one warm builder (as the proxy runs them)', () => {
+  it('forward what each would forward alone on a cold builder, long histories', () => {
+    const fixes = fixRegistry().resolve(['tools-freeze', 'pin-reminders']);
+    let yielded = 0;
+    for (let seed = 400; seed < 403; seed++) {
+      const r = seededRandom(seed);
+      const convs = [0, 1, 2].map((i) => newConversation(r, format, i));
+      for (const c of convs) growConversation(r, c, 300);
+      const warm = new PrefixBuilder();
+      // States kept as the proxy keeps them: shared in steps that may still run when the next request starts.
+      const store = new FixStateStore();
+      const last = new Map<number, string>();
+      const commits: Array<Generator<void, void>> = [];
+      for (let round = 0; round < 6; round++) {
+        // A commit still in steps never hides or undoes a newer one: each conversation starts from its newest.
+        for (const c of convs)
+          expect(JSON.stringify([...(store.get(`c${c.id}`) ?? [])]), `seed ${seed} round ${round}`).toBe(
+            last.get(c.id) ?? '[]',
+          );
+        const jobs = convs.map((c) => {
+          const edit = round === 0 ? 'first' : r() < 0.3 ? reshape(r, c) : editConversation(r, c);
+          const { bytes, edit: wire } = serialize(r, c);
+          const input = store.get(`c${c.id}`);
+          const ctx = {
+            provider: 'anthropic' as const,
+            route: '/v1/messages',
+            now: round * 1000,
+            conversation: `c${c.id}`,
+            relation: 'continues' as const,
+          };
+          const stage = (builder: PrefixBuilder) =>
+            function* () {
+              const prefix = yield* builder.parseSteps(bytes, { format });
+              const out = yield* runFixStageSteps({
+                fixes,
+                body: bytes,
+                prefix,
+                headers: {},
+                states: input,
+                context: ctx,
+                reparse: (next, h) => builder.parse(next, { format, headers: h }),
+                reparseSteps: (next, h) => builder.parseSteps(next, { format, headers: h }),
+              });
+              return {
+                body: out.body.toString(),
+                notes: out.notes,
+                states: out.states,
+                blocks: out.prefix.blocks,
+                ends: messageEnds(out.prefix),
+              };
+            };
+          return {
+            c,
+            label: `${c.id}:${edit}/${wire}`,
+            steps: stage(warm)(),
+            cold: stage(new PrefixBuilder()),
+          };
+        });
+        const live = [...jobs];
+        while (live.length) {
+          const at = Math.floor(r() * live.length);
+          const job = live[at] as (typeof live)[number];
+          let got: unknown;
+          try {
+            const n = job.steps.next();
+            if (!n.done) {
+              yielded++;
+              continue;
+            }
+            got = n.value;
+          } catch (e) {
+            got = outcome(() => {
+              throw e;
+            });
+          }
+          live.splice(at, 1);
+          const want = outcome(() => drainSteps(job.cold()));
+          const data = (x: unknown) => {
+            const o = x as { states?: ReadonlyMap<string, unknown> };
+            return o.states ? { ...o, states: JSON.stringify([...o.states]) } : x;
+          };
+          expect(data(got), `seed ${seed} round ${round} ${job.label}`).toEqual(data(want));
+          const o = got as { states?: ReadonlyMap<string, unknown> };
+          if (o.states) {
+            last.set(job.c.id, JSON.stringify([...o.states]));
+            const commit = store.setSteps(`c${job.c.id}`, o.states);
+            if (!commit.next().done) commits.push(commit);
+          }
+          // Older commits go on in steps meanwhile, some finishing after a newer commit of theirs.
+          for (const commit of commits.splice(0, Math.floor(r() * (commits.length + 1))))
+            if (r() < 0.5) drainSteps(commit);
+            else if (!commit.next().done) commits.push(commit);
+        }
+      }
+    }
+    expect(yielded).toBeGreaterThan(0);
   });
 });
