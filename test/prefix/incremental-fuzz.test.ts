@@ -100,7 +100,7 @@ describe('a warm prefix builder says what a cold one says (random bodies, random
   it('for single conversations in each format', () => {
     let errors = 0;
     const edits = new Set<string>();
-    for (let seed = 1; seed <= 60 * SCALE; seed++) {
+    for (let seed = 1; seed <= 40 * SCALE; seed++) {
       const out = fuzzSession(seed, 30, 1);
       errors += out.errors;
       for (const e of out.edits) edits.add(e);
@@ -128,8 +128,8 @@ describe('a warm prefix builder says what a cold one says (random bodies, random
   });
 
   it('for interleaved conversations, with a small keep bound (kept bodies evicted between requests)', () => {
-    for (let seed = 100; seed < 100 + 30 * SCALE; seed++) fuzzSession(seed * 7, 40, 3);
-    for (let seed = 200; seed < 200 + 15 * SCALE; seed++)
+    for (let seed = 100; seed < 100 + 20 * SCALE; seed++) fuzzSession(seed * 7, 40, 3);
+    for (let seed = 200; seed < 200 + 10 * SCALE; seed++)
       fuzzSession(seed * 11, 40, 4, { bodies: 2, bytes: 2_000 });
   });
 });
