@@ -185,3 +185,82 @@ describe('stepped parses interleaved on one warm builder say what a cold builder
     }
   });
 });
+
+describe('hand-picked neighbours of the take-over', () => {
+  /** Parses `bodies` in order on one warm builder; each must say what a cold builder says. */
+  const check = (bodies: string[], format: WireFormat = 'anthropic-messages') => {
+    const warm = new PrefixBuilder();
+    bodies.forEach((b, i) => {
+      const bytes = Buffer.from(b);
+      expect(
+        outcome(() => warm.parse(bytes, { format })),
+        `body ${i}: ${b}`,
+      ).toEqual(outcome(() => new PrefixBuilder().parse(bytes, { format })));
+    });
+  };
+  const m = (t: string, role = 'user') => `{"role":"${role}","content":[{"type":"text","text":"${t}"}]}`;
+  const head = '"model":"claude-opus-5","max_tokens":8';
+
+  it('shared bytes that end inside a key, a number, or just after an item', () => {
+    check([
+      `{${head},"messages":[${m('a')},${m('b', 'assistant')}],"metadata":{"user_id":"u"}}`,
+      `{${head},"messages":[${m('a')},${m('b', 'assistant')}],"metadatb":{"user_id":"u"}}`,
+      `{"model":"claude-opus-5","max_tokens":80,"messages":[${m('a')}]}`,
+      `{"model":"claude-opus-5","max_tokens":8,"messages":[${m('a')}]}`,
+      `{"model":"claude-opus-5","max_tokens":8e0,"messages":[${m('a')}]}`,
+      `{${head},"messages":[${m('a')},${m('b', 'assistant')}]}`,
+      `{${head},"messages":[${m('a')},${m('b', 'assistant')}] }`,
+      `{${head},"messages":[${m('a')},${m('b', 'assistant')} ]}`,
+      `{${head},"messages":[${m('a')},${m('b', 'assistant')}],"system":"s"}`,
+    ]);
+  });
+
+  it('items that are not messages, null members, and a body that is a byte prefix of its base', () => {
+    const full = `{${head},"system":"s","tools":null,"messages":[${m('a')},${m('b', 'assistant')},${m('c')}]}`;
+    check([
+      full,
+      full.slice(0, full.length - 40),
+      `{${head},"system":null,"tools":null,"messages":[${m('a')},${m('b', 'assistant')},${m('c')}]}`,
+      `{${head},"system":"s","tools":null,"messages":[${m('a')},${m('b', 'assistant')},12]}`,
+      `{${head},"system":"s","tools":null,"messages":[${m('a')},${m('b', 'assistant')},123]}`,
+      full,
+      `{${head},"system":"s","tools":null,"messages":[${m('a')},${m('b', 'assistant')},${m('c')},${m('d', 'assistant')}]}`,
+    ]);
+  });
+
+  it('duplicate messages members, either one at the place of the base', () => {
+    const [a, b, c, d] = [m('a'), m('b', 'assistant'), m('c'), m('d', 'assistant')];
+    check([
+      `{${head},"messages":[${a},${b},${c}]}`,
+      `{${head},"messages":[${a},${b}],"messages":[${d}]}`,
+      `{${head},"messages":[${a}],"messages":[${b},${c}]}`,
+      `{${head},"messages":[${a}],"messages":[${b},${d}]}`,
+      `{${head},"messages":[${a}],"messages":[${b},${d},${c}]}`,
+      `{${head},"messages":[${a},${b},${d},${c}]}`,
+    ]);
+  });
+
+  it('a chat body read on the Anthropic route after the same body on its own, and back', () => {
+    const chat = (n: number) =>
+      JSON.stringify({
+        model: 'gpt-5',
+        messages: Array.from({ length: n }, (_, i) => ({
+          role: i % 2 ? 'assistant' : 'user',
+          content: `t${i}`,
+        })),
+      });
+    const warm = new PrefixBuilder();
+    for (const [n, format] of [
+      [3, 'openai-chat'],
+      [4, 'anthropic-messages'],
+      [5, 'openai-chat'],
+      [6, 'openai-responses'],
+      [7, 'openai-chat'],
+    ] as const) {
+      const bytes = Buffer.from(chat(n));
+      expect(outcome(() => warm.parse(bytes, { format }))).toEqual(
+        outcome(() => new PrefixBuilder().parse(bytes, { format })),
+      );
+    }
+  });
+});
