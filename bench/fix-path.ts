@@ -74,6 +74,12 @@ function slope(xs: number[], ys: number[]): number {
   return den ? num / den : 0;
 }
 
+/**
+ * `CACHEWARD_BENCH_SHAPE=claude-code`: bodies shaped as Claude Code sends them (`messages` before `system`
+ * and `tools`, and a billing line first in the system prompt that is new on every request).
+ */
+const CLAUDE_CODE = process.env.CACHEWARD_BENCH_SHAPE === 'claude-code';
+
 async function main() {
   console.log(machineLine('fix-path'));
   const paths = [await load('this tree', join(import.meta.dirname, '../src'))];
@@ -82,7 +88,7 @@ async function main() {
   let n = 0;
   // Warm-up: small sessions, one after another (as a sequential client sends them).
   for (let s = 0; s < Math.round(40 * SCALE) + 2; s++) {
-    const session = new GrowingSession(9_000 + s, 20_000, 30);
+    const session = new GrowingSession(9_000 + s, 20_000, 30, CLAUDE_CODE);
     for (let i = 0; i < 30; i++) {
       const body = Buffer.from(session.take());
       for (const p of paths) await p.run(body, `r${n++}`);
@@ -93,7 +99,7 @@ async function main() {
   const times = paths.map(() => new Map<number, Array<{ wall: number; cpu: number }>>());
   for (const size of sizes) {
     for (let s = 0; s < 3; s++) {
-      const session = new GrowingSession(size + s, size, steps + 1);
+      const session = new GrowingSession(size + s, size, steps + 1, CLAUDE_CODE);
       const first = Buffer.from(session.take());
       for (const p of paths) await p.run(first, `r${n++}`);
       for (let i = 0; i < steps; i++) {

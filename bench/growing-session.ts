@@ -3,26 +3,53 @@
 
 import { agentConversation } from '../src/demo/agent-conversation.js';
 
+const BILLING = 'x-anthropic-billing-header: cc_version=2.1.37.a1b; cc_entrypoint=cli; ';
+const CCH = 'xxxxx';
+
 /**
  * One session's requests: request k is the conversation up to its k-th user message (a question or a
  * tool result), with the cache marker on its last block, as agents move it. Consecutive requests append.
  */
 export class GrowingSession {
   private readonly head: string;
+  /** What follows `messages` (Claude Code's shape): its system prompt, tools and the rest. */
+  private readonly tail: string;
   private readonly plain: string[];
   private readonly marked: string[];
   /** Indices of user messages: a request ends on each. */
   private readonly ends: number[];
   private next: number;
+  /** Requests taken, for Claude Code's billing line (its `cch` differs on every request). */
+  private taken = 0;
 
-  constructor(seed: number, fromBytes: number, steps: number) {
+  /**
+   * `claudeCode`: shaped as Claude Code sends it — `model` and `messages` first, then a system prompt that
+   * begins with the billing line, whose `cch` changes on every request (same length), then the tools.
+   */
+  constructor(
+    seed: number,
+    fromBytes: number,
+    steps: number,
+    private readonly claudeCode = false,
+  ) {
     let turns = 2;
     const body = () => agentConversation({ turns, seed, cacheLast: false });
     // Enough turns for the first request to be `fromBytes` long and `steps` more after it.
     while (JSON.stringify(body()).length < fromBytes + (steps / 2 + 2) * 5_000)
       turns += Math.max(1, turns >> 2);
-    const { messages, ...rest } = body() as { messages: Array<{ role: string; content: unknown[] }> };
-    this.head = JSON.stringify({ ...rest, stream: true }).slice(0, -1);
+    const { messages, ...rest } = body() as {
+      messages: Array<{ role: string; content: unknown[] }>;
+      system: unknown[];
+    };
+    if (claudeCode) {
+      const { model, ...after } = rest as { model: string; system: unknown[] };
+      after.system = [{ type: 'text', text: `${BILLING}cch=${CCH};` }, ...after.system];
+      this.head = JSON.stringify({ model }).slice(0, -1);
+      this.tail = `,${JSON.stringify({ ...after, stream: true }).slice(1)}`;
+    } else {
+      this.head = JSON.stringify({ ...rest, stream: true }).slice(0, -1);
+      this.tail = '}';
+    }
     this.plain = messages.map((m) => JSON.stringify(m));
     this.marked = messages.map((m) => {
       const content = m.content.map((b, i) =>
@@ -47,6 +74,8 @@ export class GrowingSession {
   take(): string {
     const end = this.ends[this.next++];
     if (end === undefined) throw new Error('session exhausted');
-    return `${this.head},"messages":[${[...this.plain.slice(0, end), this.marked[end]].join(',')}]}`;
+    const cch = (this.taken++ % 0x100000).toString(16).padStart(5, '0');
+    const tail = this.claudeCode ? this.tail.replace(`cch=${CCH};`, `cch=${cch};`) : this.tail;
+    return `${this.head},"messages":[${[...this.plain.slice(0, end), this.marked[end]].join(',')}]${tail}`;
   }
 }

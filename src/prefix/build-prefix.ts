@@ -345,7 +345,7 @@ export class PrefixBuilder {
 
   /** {@link build} in bounded steps; `scannedFrom` is the body the scan took nodes over from, if any. */
   private *buildSteps(body: RequestBody, scannedFrom?: RequestBody): Generator<void, Prefix> {
-    const { infos, flagged, base, shared } = yield* this.readUnitSteps(body, scannedFrom);
+    const { infos, flagged, base, shared, billing } = yield* this.readUnitSteps(body, scannedFrom);
     const flags: DerivedFlags = {
       images: false,
       citations: false,
@@ -378,7 +378,6 @@ export class PrefixBuilder {
     let u = 0;
     const chain = new KeyChain();
     const transcript = new TranscriptChain();
-    const billing = billingHeaderUnit(body);
     // The extend path: the leading units this body shares with `base` (same bytes, place and message)
     // take over base's blocks as they are; the chains resume from the last one taken.
     const unitBlock: Array<PrefixBlock | undefined> = new Array(body.units.length);
@@ -533,8 +532,9 @@ export class PrefixBuilder {
     scannedFrom: RequestBody | undefined,
   ): Generator<
     void,
-    { infos: UnitInfo[]; flagged: number[]; base: PreviousBody | undefined; shared: number }
+    { infos: UnitInfo[]; flagged: number[]; base: PreviousBody | undefined; shared: number; billing: number }
   > {
+    const billing = billingHeaderUnit(body);
     // The body the scan took over first, then the two newest others (a client's body and its forwarded
     // one sit next to each other).
     const prevs: PreviousBody[] = [];
@@ -618,8 +618,16 @@ export class PrefixBuilder {
       }
       misses = info ? 0 : misses + 1;
       // A body that matched at the same index from the start also counts further along, if it still does.
-      for (let k = 0; k < prevs.length; k++)
-        if (leading[k] === i && sameUnit(body, u, (prevs[k] as PreviousBody).body, i)) leading[k] = i + 1;
+      // Claude Code's billing line counts as shared when both bodies have it at this index: it is left out
+      // of every block, key and token count, so a new `cch=` in it on every request changes nothing after it.
+      for (let k = 0; k < prevs.length; k++) {
+        const prev = prevs[k] as PreviousBody;
+        if (
+          leading[k] === i &&
+          (sameUnit(body, u, prev.body, i) || (i === billing && prev.built?.billing === i))
+        )
+          leading[k] = i + 1;
+      }
       if (info) {
         infos[i] = info;
         this.units.stats.reused++;
@@ -634,7 +642,7 @@ export class PrefixBuilder {
         shared = leading[k] as number;
       }
     });
-    return { infos, flagged, base, shared };
+    return { infos, flagged, base, shared, billing };
   }
 
   private keep(

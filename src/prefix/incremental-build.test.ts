@@ -130,6 +130,25 @@ describe('a prefix built by extending a kept body equals the one built from scra
     expect(b.blocks[m]).toBe(a.blocks[m]);
   });
 
+  it("when Claude Code's billing line changes on every request, before or after the messages", () => {
+    const billing = (n: number) => ({
+      type: 'text',
+      text: `x-anthropic-billing-header: cc_version=2.1.37.a1b; cc_entrypoint=cli; cch=${String(n).padStart(5, '0')};`,
+    });
+    const turns = session(5, 4).map((t, n) => ({ ...t, system: [billing(n), ...(t.system as Json[])] }));
+    // As Claude Code sends it (model, messages, system, tools) and with the system prompt first.
+    const claudeCode = turns.map(({ model, messages, ...rest }) => text({ model, messages, ...rest }));
+    for (const bodies of [claudeCode, turns.map(text)]) {
+      const prefixes = checkAgainstFull(bodies);
+      // The new `cch=` changes no block: the messages' blocks are the body before's very objects.
+      const [a, b] = prefixes.slice(-2) as [Prefix, Prefix];
+      const m = b.levels.messages.start;
+      expect(b.billingHeader).toBeDefined();
+      expect(b.blocks[m]).toBe(a.blocks[m]);
+      expect(b.blocks[a.blocks.length - 2]).toBe(a.blocks[a.blocks.length - 2]);
+    }
+  });
+
   it('for a body shorter than its base, a resent one, and one that drops the last message', () => {
     const turns = session(4, 3).map(text);
     const full = turns[3] as string;
