@@ -75,6 +75,12 @@ function slope(xs: number[], ys: number[]): number {
   return den ? num / den : 0;
 }
 
+/**
+ * `CACHEWARD_BENCH_SHAPE=claude-code`: bodies shaped as Claude Code sends them (`messages` before `system`
+ * and `tools`, and a billing line first in the system prompt that is new on every request).
+ */
+const CLAUDE_CODE = process.env.CACHEWARD_BENCH_SHAPE === 'claude-code';
+
 async function main() {
   console.log(machineLine('proxy-fixes'));
   const children: ChildProcess[] = [];
@@ -134,7 +140,7 @@ async function main() {
       await Promise.all(
         Array.from({ length: 4 }, async () => {
           while (left > 0) {
-            const s = new GrowingSession(seed++, 20_000, 40);
+            const s = new GrowingSession(seed++, 20_000, 40, CLAUDE_CODE);
             for (let i = 0; i < 40 && left-- > 0; i++) await timed(t.pool, s.take());
           }
         }),
@@ -148,7 +154,7 @@ async function main() {
       const cpuUsed = targets.map(() => 0);
       // Three sessions per size, their first request (a new conversation) not measured.
       for (let s = 0; s < 3; s++) {
-        const session = new GrowingSession(seed++, size, steps + 1);
+        const session = new GrowingSession(seed++, size, steps + 1, CLAUDE_CODE);
         const first = session.take();
         for (const t of targets) await timed(t.pool, first);
         // CPU is counted over the appended requests only (once the first one's after-response work is done).

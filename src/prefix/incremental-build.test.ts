@@ -135,7 +135,9 @@ describe('a prefix built by extending a kept body equals the one built from scra
       type: 'text',
       text: `x-anthropic-billing-header: cc_version=2.1.37.a1b; cc_entrypoint=cli; cch=${String(n).padStart(5, '0')};`,
     });
-    const turns = session(5, 4).map((t, n) => ({ ...t, system: [billing(n), ...(t.system as Json[])] }));
+    const turns = session(5, 4).map(
+      (t, n): Json => ({ ...t, system: [billing(n), ...(t.system as Json[])] }),
+    );
     // As Claude Code sends it (model, messages, system, tools) and with the system prompt first.
     const claudeCode = turns.map(({ model, messages, ...rest }) => text({ model, messages, ...rest }));
     for (const bodies of [claudeCode, turns.map(text)]) {
