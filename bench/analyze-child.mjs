@@ -1,6 +1,8 @@
 // Runs the analysis of one capture folder and prints its time and peak RSS as JSON (for bench/analyze.ts).
 // argv: the capture folder, then optionally another build's dist/index.js (a before/after run).
-const { analyzePaths, PriceTable } = await import(process.argv[3] ?? '../dist/index.js');
+const { analyzePaths, PriceTable, tuneHeapForAnalysis } = await import(process.argv[3] ?? '../dist/index.js');
+// What `cacheward report` does before it analyzes (a build from before it had this runs without).
+tuneHeapForAnalysis?.();
 
 let peak = process.memoryUsage().rss;
 const timer = setInterval(() => {

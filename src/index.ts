@@ -136,6 +136,7 @@ export {
   type TokenEstimator,
 } from './prefix/token-estimate.js';
 export type { CacheMarker } from './prefix/unit-info.js';
+export { ANALYSIS_HEAP_FLAGS, tuneHeapForAnalysis } from './report/analysis-heap.js';
 export { type AnalyzePathsOptions, analyzePaths } from './report/analyze-paths.js';
 export { renderHtmlReport } from './report/html-report.js';
 export { loadPriceFile } from './report/price-file.js';

@@ -9,6 +9,7 @@ import { formatUsd } from '../../analyze/describe-miss.js';
 import { type PriceRow, PriceTable } from '../../analyze/price-table.js';
 import { fixRegistry } from '../../fixes/registry.js';
 import { replayCaptures } from '../../replay/replay-captures.js';
+import { tuneHeapForAnalysis } from '../../report/analysis-heap.js';
 import { analyzePaths } from '../../report/analyze-paths.js';
 import { renderHtmlReport } from '../../report/html-report.js';
 import { loadPriceFile } from '../../report/price-file.js';
@@ -65,6 +66,8 @@ async function run(
   zdr = false,
 ): Promise<AnalysisResult> {
   const files = await captureInputs(paths);
+  // This process only analyzes from here: a heap sized for that (see analysis-heap.ts).
+  tuneHeapForAnalysis();
   const onProgress = progress(io);
   const result = await analyzePaths(files, {
     prices,
