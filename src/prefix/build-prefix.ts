@@ -489,7 +489,7 @@ export class PrefixBuilder {
       // from blocks alone (message ends) to be extended rather than derived again.
       if (tookMessages && base?.built) {
         const n = sameRunEnd(blocks, base.built.blocks, start, 0, blocks.length);
-        if (n > start) takenBlocks.set(blocks, { from: base.built.blocks, count: n });
+        if (n > start) takenBlocks.set(blocks, { from: new WeakRef(base.built.blocks), count: n });
       }
     }
     // A body that holds all of its base's units but its last (the turn the client appended after it, the
@@ -704,7 +704,12 @@ function probeShared(a: Uint8Array, b: Uint8Array): number {
 }
 
 /** Block lists that begin with a base's blocks: which list, and how many leading blocks are its. */
-const takenBlocks = new WeakMap<readonly PrefixBlock[], { from: readonly PrefixBlock[]; count: number }>();
+// The base's list is held weakly: a strong reference chained every earlier prefix of a conversation to the
+// newest one (each list keeping its base's alive), so a long conversation's old block lists were never freed.
+const takenBlocks = new WeakMap<
+  readonly PrefixBlock[],
+  { from: WeakRef<readonly PrefixBlock[]>; count: number }
+>();
 
 /**
  * When `blocks` (a prefix's) begins with the very blocks of an earlier prefix (a body that extended it,
@@ -713,7 +718,9 @@ const takenBlocks = new WeakMap<readonly PrefixBlock[], { from: readonly PrefixB
 export function blocksTakenOver(
   blocks: readonly PrefixBlock[],
 ): { from: readonly PrefixBlock[]; count: number } | undefined {
-  return takenBlocks.get(blocks);
+  const t = takenBlocks.get(blocks);
+  const from = t?.from.deref();
+  return t && from ? { from, count: t.count } : undefined;
 }
 
 const LEVEL_RANK: Readonly<Record<PrefixLevel, number>> = { tools: 0, system: 1, messages: 2 };

@@ -158,8 +158,12 @@ export function sharedByteCount(a: Uint8Array, b: Uint8Array): number {
  */
 const cleanRuns = new WeakMap<ScanArray, number>();
 
-/** Item lists that begin with an earlier scan's items: which list, and how many of its items. */
-const takenItems = new WeakMap<readonly ScanNode[], { from: readonly ScanNode[]; count: number }>();
+/**
+ * Item lists that begin with an earlier scan's items: which list, and how many of its items. The earlier
+ * list is held weakly: a strong reference would chain every earlier scan of a conversation to the newest
+ * (each list keeping the one it took over from alive), so a conversation's old scans were never freed.
+ */
+const takenItems = new WeakMap<readonly ScanNode[], { from: WeakRef<readonly ScanNode[]>; count: number }>();
 
 /**
  * How many leading items of `items` (an array node's items) are the very items of `from` (an earlier
@@ -168,13 +172,15 @@ const takenItems = new WeakMap<readonly ScanNode[], { from: readonly ScanNode[];
 export function itemsTakenOver(
   items: readonly ScanNode[],
 ): { from: readonly ScanNode[]; count: number } | undefined {
-  return takenItems.get(items);
+  const t = takenItems.get(items);
+  const from = t?.from.deref();
+  return t && from ? { from, count: t.count } : undefined;
 }
 
 /** {@link itemsTakenOver} for one earlier list: the count when `items` begins with `from`'s items. */
 export function itemsTakenFrom(items: readonly ScanNode[], from: readonly ScanNode[]): number | undefined {
   const t = takenItems.get(items);
-  return t && t.from === from ? t.count : undefined;
+  return t && t.from.deref() === from ? t.count : undefined;
 }
 
 class Scanner {
@@ -361,7 +367,7 @@ class Scanner {
         const nb = b.indexOf(BACKSLASH, last.end);
         this.nextBackslash = nb < 0 ? Number.POSITIVE_INFINITY : nb;
       }
-      takenItems.set(items, { from: prev.items, count: taken });
+      takenItems.set(items, { from: new WeakRef(prev.items), count: taken });
       pos = this.skipWs(last.end);
       const c = b[pos];
       if (c === CLOSE_ARRAY) return this.arrayNode(start, pos + 1, items, cleanRun);

@@ -114,10 +114,13 @@ const SHAPE: ScanShape = {
   },
 };
 
-/** Unit lists that hold a run of an earlier body's very units: which list, where, and how many. */
+/**
+ * Unit lists that hold a run of an earlier body's very units: which list, where, and how many. The earlier
+ * list is held weakly, or every earlier body's units of a conversation would stay alive through the newest.
+ */
 const takenUnits = new WeakMap<
   readonly RawUnit[],
-  { from: readonly RawUnit[]; at: number; fromAt: number; count: number }
+  { from: WeakRef<readonly RawUnit[]>; at: number; fromAt: number; count: number }
 >();
 
 /**
@@ -127,7 +130,9 @@ const takenUnits = new WeakMap<
 export function unitsTakenOver(
   units: readonly RawUnit[],
 ): { from: readonly RawUnit[]; at: number; fromAt: number; count: number } | undefined {
-  return takenUnits.get(units);
+  const t = takenUnits.get(units);
+  const from = t?.from.deref();
+  return t && from ? { from, at: t.at, fromAt: t.fromAt, count: t.count } : undefined;
 }
 
 /** Items per bulk push (a spread of many more arguments would overflow the stack). */
@@ -517,7 +522,7 @@ class UnitReader {
     const at = this.units.length;
     for (let from = j; from < lo; from += PUSH_CHUNK)
       this.units.push(...prevUnits.slice(from, Math.min(lo, from + PUSH_CHUNK)));
-    if (lo > j) takenUnits.set(this.units, { from: prevUnits, at, fromAt: j, count: lo - j });
+    if (lo > j) takenUnits.set(this.units, { from: new WeakRef(prevUnits), at, fromAt: j, count: lo - j });
     return m;
   }
 
