@@ -5,6 +5,7 @@ import { chmod, type FileHandle, mkdir, open, readdir, stat, unlink } from 'node
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
+import { runStepped } from '../core/stepped-work.js';
 import { storeBody } from './body-delta.js';
 import {
   type CapturedBlock,
@@ -268,27 +269,7 @@ export class CaptureWriter {
       out[out.write(json)] = 0x0a;
       return { pieces: [out], bytes: out.length };
     }
-    const steps = jsonLineSteps(stored);
-    return new Promise((resolve, reject) => {
-      const slice = () => {
-        const t0 = performance.now();
-        try {
-          for (;;) {
-            const r = steps.next();
-            if (r.done) {
-              resolve(r.value);
-              return;
-            }
-            if (performance.now() - t0 >= STEP_SLICE_MS) break;
-          }
-        } catch (err) {
-          reject(err);
-          return;
-        }
-        setImmediate(slice);
-      };
-      slice();
-    });
+    return runStepped(jsonLineSteps(stored), STEP_SLICE_MS);
   }
 
   /** Appends one batch (`count` records), first removing the oldest files so the folder stays under --max-mb. */

@@ -2,6 +2,7 @@
 // parent's fix state, run the fix stage. Fails open: unparseable or no state in time means the client's bytes.
 
 import type { FixNote } from '../capture/capture-record.js';
+import { runStepped } from '../core/stepped-work.js';
 import type { Fix } from '../fixes/fix.js';
 import { runFixStageSteps } from '../fixes/fix-stage.js';
 import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
@@ -9,7 +10,6 @@ import type { RequestFixState } from '../state/fix-state-codec.js';
 import { type PreparedRequest, type ProxyState, unavailableNote } from '../state/proxy-state.js';
 import type { WireFormat } from '../wire/request-body.js';
 import type { ResponseChains } from './response-chains.js';
-import { runStepped } from './stepped-work.js';
 
 export interface FixRequestInput {
   id: string;

@@ -5,10 +5,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CaptureWriter } from '../capture/capture-writer.js';
 import { ConversationTracker } from '../conversation/conversation-tracker.js';
 import { VirtualClock } from '../core/clock.js';
+import { runStepped } from '../core/stepped-work.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
 import { type ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';
 import { ProxyMetrics } from './proxy-metrics.js';
-import { runStepped } from './stepped-work.js';
 import { WorkSlices } from './work-slices.js';
 
 const dirs: string[] = [];
