@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { GrowingSession } from './growing-session.js';
-import { machineLine, percentile, SCALE } from './support.js';
+import { CLAUDE_CODE, GrowingSession } from './growing-session.js';
+import { machineLine, percentile, SCALE, slope } from './support.js';
 
 /** One source tree's fix path: its own builder, state and fixes. */
 interface Path {
@@ -60,25 +60,6 @@ async function load(name: string, src: string): Promise<Path> {
     },
   };
 }
-
-/** Least-squares slope of y over x. */
-function slope(xs: number[], ys: number[]): number {
-  const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
-  const my = ys.reduce((a, b) => a + b, 0) / ys.length;
-  let num = 0;
-  let den = 0;
-  xs.forEach((x, i) => {
-    num += (x - mx) * ((ys[i] as number) - my);
-    den += (x - mx) ** 2;
-  });
-  return den ? num / den : 0;
-}
-
-/**
- * `CACHEWARD_BENCH_SHAPE=claude-code`: bodies shaped as Claude Code sends them (`messages` before `system`
- * and `tools`, and a billing line first in the system prompt that is new on every request).
- */
-const CLAUDE_CODE = process.env.CACHEWARD_BENCH_SHAPE === 'claude-code';
 
 async function main() {
   console.log(machineLine('fix-path'));

@@ -3,6 +3,13 @@
 
 import { agentConversation } from '../src/demo/agent-conversation.js';
 
+/**
+ * `CACHEWARD_BENCH_SHAPE=claude-code`: the benches that grow a session send it shaped as Claude Code sends
+ * it (`messages` before `system` and `tools`, and a billing line first in the system prompt, new on every
+ * request): pass it as the constructor's `claudeCode`.
+ */
+export const CLAUDE_CODE = process.env.CACHEWARD_BENCH_SHAPE === 'claude-code';
+
 const BILLING = 'x-anthropic-billing-header: cc_version=2.1.37.a1b; cc_entrypoint=cli; ';
 const CCH = 'xxxxx';
 

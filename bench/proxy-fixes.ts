@@ -13,13 +13,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { GrowingSession } from './growing-session.js';
+import { CLAUDE_CODE, GrowingSession } from './growing-session.js';
 import {
   loopProbeArgs,
   machineLine,
   percentile,
   readLoopProbe,
   SCALE,
+  slope,
   startCli,
   startNode,
 } from './support.js';
@@ -61,25 +62,6 @@ async function timed(pool: Pool, body: string): Promise<number> {
   if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}: ${pool}`);
   return performance.now() - t0;
 }
-
-/** Least-squares slope of y over x. */
-function slope(xs: number[], ys: number[]): number {
-  const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
-  const my = ys.reduce((a, b) => a + b, 0) / ys.length;
-  let num = 0;
-  let den = 0;
-  xs.forEach((x, i) => {
-    num += (x - mx) * ((ys[i] as number) - my);
-    den += (x - mx) ** 2;
-  });
-  return den ? num / den : 0;
-}
-
-/**
- * `CACHEWARD_BENCH_SHAPE=claude-code`: bodies shaped as Claude Code sends them (`messages` before `system`
- * and `tools`, and a billing line first in the system prompt that is new on every request).
- */
-const CLAUDE_CODE = process.env.CACHEWARD_BENCH_SHAPE === 'claude-code';
 
 async function main() {
   console.log(machineLine('proxy-fixes'));

@@ -52,6 +52,19 @@ export function bodyOfSize(bytes: number, seed: number): Json {
   return body;
 }
 
+/** Least-squares slope of y over x. */
+export function slope(xs: number[], ys: number[]): number {
+  const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const my = ys.reduce((a, b) => a + b, 0) / ys.length;
+  let num = 0;
+  let den = 0;
+  xs.forEach((x, i) => {
+    num += (x - mx) * ((ys[i] as number) - my);
+    den += (x - mx) ** 2;
+  });
+  return den ? num / den : 0;
+}
+
 /** The `p` quantile (0..1) of `values` (sorted or not). */
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
