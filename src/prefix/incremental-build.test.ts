@@ -1,40 +1,16 @@
 import { describe, expect, it } from 'vitest';
+import { prefixData } from '../../test/fixtures/prefix-data.js';
 import {
   agentConversation,
   anthropicTool,
   appendUserTurn,
   seededRandom,
 } from '../demo/agent-conversation.js';
-import type { ScanNode } from '../wire/json-scan.js';
 import type { WireFormat } from '../wire/request-body.js';
 import { type Prefix, PrefixBuilder } from './build-prefix.js';
 import { messageEnds } from './message-ends.js';
 
 type Json = Record<string, unknown>;
-
-/** A scan node as plain data (spans, cleanliness, member order, items), nothing taken from identity. */
-function nodeData(n: ScanNode): unknown {
-  if (n.type === 'leaf') return [n.start, n.end, n.clean, n.first];
-  if (n.type === 'array') return [n.start, n.end, n.clean, n.items.map(nodeData)];
-  return [n.start, n.end, n.clean, [...n.members].map(([k, v]) => [k, nodeData(v)])];
-}
-
-/** Everything a prefix says, as plain data: what a build from scratch must say too. */
-function prefixData(p: Prefix): unknown {
-  return {
-    format: p.format,
-    model: p.model,
-    blocks: p.blocks,
-    levels: p.levels,
-    deferredTools: p.deferredTools,
-    totalTokens: p.totalTokens,
-    auto: p.autoCacheControl,
-    billing: p.billingHeader,
-    units: p.body.units.map(({ node: _n, ...u }) => u),
-    fields: p.body.fields,
-    root: nodeData(p.body.root),
-  };
-}
 
 /**
  * Parses `bodies` in order with one builder (each extends what it kept) and checks every prefix against a

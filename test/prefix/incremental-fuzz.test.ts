@@ -4,7 +4,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Prefix, PrefixBuilder } from '../../src/prefix/build-prefix.js';
 import { messageEnds } from '../../src/prefix/message-ends.js';
-import type { ScanNode } from '../../src/wire/json-scan.js';
 import type { WireFormat } from '../../src/wire/request-body.js';
 import {
   type Conversation,
@@ -14,35 +13,17 @@ import {
   seededRandom,
   serialize,
 } from '../fixtures/fuzz-bodies.js';
+import { prefixData } from '../fixtures/prefix-data.js';
 
-function nodeData(n: ScanNode): unknown {
-  if (n.type === 'leaf') return [n.start, n.end, n.clean, n.first];
-  if (n.type === 'array') return [n.start, n.end, n.clean, n.items.map(nodeData)];
-  return [n.start, n.end, n.clean, [...n.members].map(([k, v]) => [k, nodeData(v)])];
-}
-
-/** Everything a prefix says, as plain data. */
-function prefixData(p: Prefix): unknown {
-  return {
-    format: p.format,
-    model: p.model,
-    blocks: p.blocks,
-    levels: p.levels,
-    deferredTools: p.deferredTools,
-    totalTokens: p.totalTokens,
-    auto: p.autoCacheControl,
-    billing: p.billingHeader,
-    units: p.body.units.map(({ node: _n, ...u }) => u),
-    fields: p.body.fields,
-    root: nodeData(p.body.root),
-    ends: messageEnds(p),
-  };
+/** Everything a prefix says, as plain data, with its message ends. */
+function prefixWithEnds(p: Prefix): unknown {
+  return { ...prefixData(p), ends: messageEnds(p) };
 }
 
 /** A parse's outcome as data: the prefix, or the error's class, code and message. */
 function outcome(parse: () => Prefix): unknown {
   try {
-    return prefixData(parse());
+    return prefixWithEnds(parse());
   } catch (e) {
     const err = e as Error & { code?: string };
     return { error: err.constructor.name, code: err.code, message: err.message };
