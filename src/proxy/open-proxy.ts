@@ -80,10 +80,10 @@ export async function openProxy(
   });
   // Exchanges whose response has not finished: a forced collection waits until there are none.
   let open = 0;
-  const memory = new MemoryRelease(
-    () => writer.flush(),
-    () => open > 0 || slices.pending > 0,
-  );
+  const memory = new MemoryRelease({
+    settled: () => writer.flush(),
+    busy: () => open > 0 || slices.pending > 0,
+  });
   const builder = new PrefixBuilder();
   const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations: state.local });
   // Causes for the page, the log, the metrics and OTLP: the report's analyzer, after each response ended.
@@ -120,7 +120,7 @@ export async function openProxy(
       state: st,
       ...(st.fixState && fixes.length ? { fixState: st.fixState } : {}),
       ...(telemetry ? { otlp: telemetry.health() } : {}),
-      memory: processMemory(state.local.store.sizes()),
+      memory: processMemory(state.local.store.sizes(), memory.collections),
     };
   };
 

@@ -166,6 +166,7 @@ export function createRequestHandler(
         ).finally(() => deps.recording.delete(done));
         deps.recording.add(done);
         memory.afterLargeBody(forwarded.length + (clientBody?.length ?? 0));
+        memory.afterExchange();
       });
     };
 
