@@ -96,7 +96,10 @@ async function pooled(count: number, job: (i: number) => Promise<void>): Promise
 
 interface Health {
   /** `collections` is missing from builds before it was reported. */
-  memory: Omit<ProcessMemory, 'collections'> & { collections?: number };
+  memory: Omit<ProcessMemory, 'collections' | 'collectionMaxMs'> & {
+    collections?: number;
+    collectionMaxMs?: number;
+  };
 }
 
 async function health(url: string): Promise<Health> {
@@ -151,7 +154,7 @@ async function settled(url: string, pool: Pool, dir: string): Promise<Health> {
 }
 
 const fmt = (h: Health) =>
-  `RSS ${(h.memory.rss / MB).toFixed(0)} MB, heap ${(h.memory.heapUsed / MB).toFixed(0)} of ${(h.memory.heapTotal / MB).toFixed(0)} MB, external ${(h.memory.external / MB).toFixed(0)} MB (buffers ${(h.memory.arrayBuffers / MB).toFixed(0)}), ${h.memory.conversations.toLocaleString('en-US')} conversations held`;
+  `RSS ${(h.memory.rss / MB).toFixed(0)} MB, heap ${(h.memory.heapUsed / MB).toFixed(0)} of ${(h.memory.heapTotal / MB).toFixed(0)} MB, external ${(h.memory.external / MB).toFixed(0)} MB (buffers ${(h.memory.arrayBuffers / MB).toFixed(0)}), ${h.memory.conversations.toLocaleString('en-US')} conversations held${h.memory.collections === undefined ? '' : `, ${h.memory.collections} collections (longest ${h.memory.collectionMaxMs} ms)`}`;
 
 /** Has the proxy write a heap snapshot into SNAPSHOTS (named by `label`) and waits until it is complete. */
 async function snapshot(url: string, child: ChildProcess, label: string): Promise<void> {

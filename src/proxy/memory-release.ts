@@ -92,8 +92,9 @@ export class MemoryRelease {
   private readonly minGapMs: number;
   private readonly heap: () => HeapFigures;
   private readonly collect: Collect;
-  /** How many collections this has run. */
+  /** How many collections this has run, and how long the longest held the event loop (ms). */
   collections = 0;
+  longestMs = 0;
 
   constructor(options: MemoryReleaseOptions = {}) {
     this.settled = options.settled ?? (async () => {});
@@ -157,9 +158,11 @@ export class MemoryRelease {
   }
 
   private run(): void {
+    const start = performance.now();
+    this.collect();
+    this.longestMs = Math.max(this.longestMs, performance.now() - start);
     this.last = Date.now();
     this.collections++;
-    this.collect();
   }
 
   /** Runs `collect` now if no exchange is open, else checks again every `quietMs`. */
@@ -193,13 +196,14 @@ export interface ProcessMemory {
   /** Conversations and requests the state holds now (each bounded, least recently used go first). */
   conversations: number;
   requests: number;
-  /** Collections the proxy has run to give memory back (after large bodies and bursts). */
+  /** Collections the proxy has run to give memory back (after large bodies and bursts), and the longest (ms). */
   collections: number;
+  collectionMaxMs: number;
 }
 
 export function processMemory(
   sizes: { conversations: number; requests: number },
-  collections: number,
+  release: { collections: number; longestMs: number },
 ): ProcessMemory {
   const m = process.memoryUsage();
   return {
@@ -210,6 +214,7 @@ export function processMemory(
     arrayBuffers: m.arrayBuffers,
     conversations: sizes.conversations,
     requests: sizes.requests,
-    collections,
+    collections: release.collections,
+    collectionMaxMs: Math.round(release.longestMs),
   };
 }

@@ -120,7 +120,7 @@ export async function openProxy(
       state: st,
       ...(st.fixState && fixes.length ? { fixState: st.fixState } : {}),
       ...(telemetry ? { otlp: telemetry.health() } : {}),
-      memory: processMemory(state.local.store.sizes(), memory.collections),
+      memory: processMemory(state.local.store.sizes(), memory),
     };
   };
 
