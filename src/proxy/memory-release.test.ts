@@ -1,25 +1,33 @@
-import { getHeapStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import { describe, expect, it } from 'vitest';
-import { compactingCollect, MemoryRelease, SLACK_HEAP_BYTES } from './memory-release.js';
+import { getHeapStatistics } from 'node:v8';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { fullCollect, MemoryRelease, SLACK_HEAP_BYTES } from './memory-release.js';
 
 const MB = 1024 * 1024;
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Moves the fake clock and timers on, running what falls due (and the promises they settle). */
+const wait = (ms: number) => vi.advanceTimersByTimeAsync(ms);
 
-/** A release with a fake heap and a counting collector, checking for a burst's end every 2 × 10 ms. */
+/** A release with a fake heap and a collector that notes each call, idle after 20 ms without an exchange. */
 function release(heap: { committed: number; used: number }, busy = () => false, minGapMs = 0) {
-  const ran: number[] = [];
+  const ran: boolean[] = [];
   const memory = new MemoryRelease({
     quietMs: 10,
+    idleMs: 20,
     minGapMs,
     busy,
     heap: () => heap,
-    collect: () => ran.push(1),
+    collect: (compact) => ran.push(compact),
   });
   return { memory, ran };
 }
 
-describe('MemoryRelease after a burst', () => {
+describe('MemoryRelease once idle', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('collects once the exchanges stop, when V8 holds much more heap than is live', async () => {
     const { memory, ran } = release({ committed: 240 * MB, used: 100 * MB });
     for (let i = 0; i < 5; i++) {
@@ -28,7 +36,7 @@ describe('MemoryRelease after a burst', () => {
     }
     expect(ran).toHaveLength(0);
     await wait(80);
-    expect(ran).toHaveLength(1);
+    expect(ran).toEqual([true]);
     // Quiet with no new exchange: nothing more to give back, no second collection.
     await wait(60);
     expect(ran).toHaveLength(1);
@@ -65,7 +73,7 @@ describe('MemoryRelease after a burst', () => {
   });
 });
 
-describe('compactingCollect', () => {
+describe('fullCollect', () => {
   /** A million small objects, every 50th kept: dead objects scattered over every page they filled. */
   function scattered(): Array<{ i: number; s: string }> {
     let all: Array<{ i: number; s: string }> = [];
@@ -77,19 +85,45 @@ describe('compactingCollect', () => {
   const committed = () => getHeapStatistics().total_heap_size;
 
   it('gives back the pages that dead objects were scattered over, which a plain full collection keeps', () => {
-    setFlagsFromString('--expose-gc');
-    const plain = runInNewContext('gc') as () => void;
-    plain();
+    fullCollect(false);
     const first = scattered();
     let before = committed();
-    plain();
+    fullCollect(false);
     const plainGave = before - committed();
     const second = scattered();
     before = committed();
-    compactingCollect();
+    fullCollect(true);
     const compactingGave = before - committed();
     expect(first.length + second.length).toBe(40_000);
     expect(compactingGave).toBeGreaterThan(32 * MB);
     expect(compactingGave).toBeGreaterThan(2 * plainGave);
+  });
+});
+
+describe('MemoryRelease after a large body', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('compacts only when the heap is worth it, then runs a plain second collection', async () => {
+    for (const [heap, expected] of [
+      [{ committed: 240 * MB, used: 100 * MB }, [true, false]],
+      [{ committed: 120 * MB, used: 100 * MB }, [false, false]],
+    ] as const) {
+      const ran: boolean[] = [];
+      const memory = new MemoryRelease({ quietMs: 10, heap: () => heap, collect: (c) => ran.push(c) });
+      memory.afterLargeBody(8 * MB - 1);
+      await wait(40);
+      expect(ran).toEqual([]);
+      memory.afterLargeBody(8 * MB);
+      await wait(40);
+      expect(ran).toEqual(expected.slice(0, 1));
+      await wait(2_100);
+      expect(ran).toEqual(expected);
+      memory.stop();
+    }
   });
 });

@@ -1,6 +1,6 @@
-// Gives memory back to the system once traffic is over: after a body of many megabytes, or after a burst that
-// left V8 holding far more heap than is live, one compacting collection once the proxy is quiet. Never more than
-// every 10 s, and never while an exchange is open (a full collection holds the event loop for up to ~100 ms).
+// Gives memory back to the system once traffic is over: after a body of many megabytes, and when a proxy that
+// V8 left holding far more heap than is live has been idle for 30 s. Never more than every 10 s, never while an
+// exchange is open (a full collection holds the event loop for hundreds of ms; a compacting one longer).
 
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -8,22 +8,23 @@ import { runInNewContext } from 'node:vm';
 /** Bodies from this size on are followed by a collection (8 MB). */
 export const LARGE_BODY_BYTES = 8 * 1024 * 1024;
 
-/** After a burst, committed heap this much over the live heap (and at least half of it again) is given back. */
+/** Committed heap this much over the live heap (and at least half of it again) is worth compacting away. */
 export const SLACK_HEAP_BYTES = 64 * 1024 * 1024;
 
-type Collect = () => void;
+/** A full collection; `compact` moves every live object off its page so emptied pages go back. */
+export type Collect = (compact: boolean) => void;
 
-let exposed: Collect | undefined;
+let exposed: (() => void) | undefined;
 
 /** V8's own collector: the exposed `gc` if the process has one, else exposed for this call only. */
-function collector(): Collect | undefined {
+function collector(): (() => void) | undefined {
   if (exposed) return exposed;
-  const global = (globalThis as { gc?: Collect }).gc;
+  const global = (globalThis as { gc?: () => void }).gc;
   if (typeof global === 'function') exposed = global;
   else {
     try {
       setFlagsFromString('--expose-gc');
-      exposed = runInNewContext('gc') as Collect;
+      exposed = runInNewContext('gc') as () => void;
     } catch {
       return undefined;
     }
@@ -32,13 +33,18 @@ function collector(): Collect | undefined {
 }
 
 /**
- * A full collection that also compacts every page. V8's own full collections move objects off only the few
- * pages it picks, so a heap whose bounded caches died scattered over hundreds of pages keeps them all
- * committed (at 30,000 conversations: 241 MB committed for 100 MB live; compacted, 134 MB).
+ * V8's full collection, compacting or not. V8's own full collections move objects off only the few pages
+ * they pick, so a heap whose bounded caches died scattered over hundreds of pages keeps them all committed
+ * (at 30,000 conversations: 228 MB committed for 99 MB live, and still so 20 s later; compacted, 134 MB).
+ * Compacting costs about twice a plain collection (copying every live object).
  */
-export function compactingCollect(): void {
+export function fullCollect(compact: boolean): void {
   const collect = collector();
   if (!collect) return;
+  if (!compact) {
+    collect();
+    return;
+  }
   setFlagsFromString('--compact-on-every-full-gc');
   try {
     collect();
@@ -58,16 +64,24 @@ function heapFigures(): HeapFigures {
   return { committed: h.total_heap_size, used: h.used_heap_size };
 }
 
+/** Whether compacting would give back enough to be worth its pause. */
+export function worthCompacting({ committed, used }: HeapFigures): boolean {
+  const slack = committed - used;
+  return slack >= SLACK_HEAP_BYTES && slack * 2 >= used;
+}
+
 export interface MemoryReleaseOptions {
   /** Resolves once what holds a large body (the capture queue) has let go of it. */
   settled?: () => Promise<void>;
   /** Whether an exchange is open or after-response work is queued: a collection waits until it is not. */
   busy?: () => boolean;
-  /** How long the proxy must have been quiet (ms, default 1,000; a burst's end is checked at twice this). */
+  /** How long the proxy must have been quiet after a large body (ms, default 1,000). */
   quietMs?: number;
+  /** How long without an exchange ending makes the proxy idle (ms, default 30,000). */
+  idleMs?: number;
   /** The least time between two collections (ms, default 10,000). */
   minGapMs?: number;
-  /** The heap's figures (default V8's); and the collection to run (default {@link compactingCollect}). */
+  /** The heap's figures (default V8's); and the collection to run (default {@link fullCollect}). */
   heap?: () => HeapFigures;
   collect?: Collect;
 }
@@ -75,20 +89,22 @@ export interface MemoryReleaseOptions {
 /**
  * Why this exists: V8 frees a finished 40 MB body only at its next major collection, and an idle proxy
  * allocates too little to trigger one, so its RSS stayed hundreds of MB above normal for minutes. A busy
- * proxy allocates enough for V8's own (incremental) collections, but those leave the pages that a burst's
- * dead objects were scattered over committed. While `busy()` says an exchange is open, the forced collection
- * waits (it stalled another client's stream for 180-440 ms after a 100,000-message body).
+ * proxy allocates enough for V8's own (incremental) collections, but those leave committed the pages that
+ * dead objects were scattered over, and V8's memory reducer does not give them back either. While `busy()`
+ * says an exchange is open, a forced collection waits (it stalled another client's stream for 180-440 ms
+ * after a 100,000-message body); the idle one waits 30 s, so a request seldom meets its pause.
  */
 export class MemoryRelease {
   private timer: NodeJS.Timeout | undefined;
-  /** The check for a burst's end, armed while exchanges end. */
-  private burstTimer: NodeJS.Timeout | undefined;
+  /** The check for idleness, armed while exchanges end. */
+  private idleTimer: NodeJS.Timeout | undefined;
   private ended = 0;
   private endedAtCheck = 0;
   private last = Number.NEGATIVE_INFINITY;
   private readonly settled: () => Promise<void>;
   private readonly busy: () => boolean;
   private readonly quietMs: number;
+  private readonly idleMs: number;
   private readonly minGapMs: number;
   private readonly heap: () => HeapFigures;
   private readonly collect: Collect;
@@ -100,12 +116,13 @@ export class MemoryRelease {
     this.settled = options.settled ?? (async () => {});
     this.busy = options.busy ?? (() => false);
     this.quietMs = options.quietMs ?? 1_000;
+    this.idleMs = options.idleMs ?? 30_000;
     this.minGapMs = options.minGapMs ?? 10_000;
     this.heap = options.heap ?? heapFigures;
-    this.collect = options.collect ?? compactingCollect;
+    this.collect = options.collect ?? fullCollect;
   }
 
-  /** A large body's exchange ended: collect once things are quiet. */
+  /** A large body's exchange ended: collect once things are quiet (compacting if worth it). */
   afterLargeBody(bytes: number): void {
     if (bytes < LARGE_BODY_BYTES) return;
     if (this.timer) clearTimeout(this.timer);
@@ -116,11 +133,11 @@ export class MemoryRelease {
         .catch(() => {})
         .then(() =>
           this.whenQuiet(() => {
-            this.run();
+            this.run(worthCompacting(this.heap()));
             // Buffers freed by the first collection's finalizers are returned by a second one.
             this.timer = setTimeout(() => {
               this.timer = undefined;
-              this.whenQuiet(() => this.run());
+              this.whenQuiet(() => this.run(false));
             }, 2_000);
             this.timer.unref();
           }),
@@ -130,36 +147,33 @@ export class MemoryRelease {
   }
 
   /**
-   * An exchange ended. O(1): it counts, and arms one check (every 2 × `quietMs`) that sees whether any
-   * exchange ended since the last; once none has, the burst is over and, if V8 holds much more heap than is
-   * live, one compacting collection gives it back.
+   * An exchange ended. O(1): it counts, and arms one check (every `idleMs`) that sees whether any exchange
+   * ended since the last; once none has, the proxy is idle and, if V8 holds much more heap than is live,
+   * one compacting collection gives it back.
    */
   afterExchange(): void {
     this.ended++;
-    if (!this.burstTimer) this.armBurstCheck();
+    if (!this.idleTimer) this.armIdleCheck();
   }
 
-  private armBurstCheck(): void {
-    this.burstTimer = setTimeout(() => {
-      this.burstTimer = undefined;
+  private armIdleCheck(): void {
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
       if (this.ended !== this.endedAtCheck || this.busy()) {
         this.endedAtCheck = this.ended;
-        this.armBurstCheck();
+        this.armIdleCheck();
         return;
       }
-      // A large body's own collection is on its way: it will do.
-      if (this.timer) return;
-      if (Date.now() - this.last < this.minGapMs) return;
-      const { committed, used } = this.heap();
-      const slack = committed - used;
-      if (slack >= SLACK_HEAP_BYTES && slack * 2 >= used) this.run();
-    }, 2 * this.quietMs);
-    this.burstTimer.unref();
+      // A large body's collection is on its way, or one ran not long ago.
+      if (this.timer || Date.now() - this.last < this.minGapMs) return;
+      if (worthCompacting(this.heap())) this.run(true);
+    }, this.idleMs);
+    this.idleTimer.unref();
   }
 
-  private run(): void {
+  private run(compact: boolean): void {
     const start = performance.now();
-    this.collect();
+    this.collect(compact);
     this.longestMs = Math.max(this.longestMs, performance.now() - start);
     this.last = Date.now();
     this.collections++;
@@ -180,9 +194,9 @@ export class MemoryRelease {
 
   stop(): void {
     if (this.timer) clearTimeout(this.timer);
-    if (this.burstTimer) clearTimeout(this.burstTimer);
+    if (this.idleTimer) clearTimeout(this.idleTimer);
     this.timer = undefined;
-    this.burstTimer = undefined;
+    this.idleTimer = undefined;
   }
 }
 
