@@ -40,7 +40,8 @@ export interface ForwardInput {
   clientGone(): boolean;
   /** The upstream's status is known (the state commit may start). */
   statusKnown(status: number): void;
-  /** Awaited before the client's response ends (the state commit, within its budget). */
+  /** Awaited before the client's response ends (the state commit, within its budget); the last chunk goes
+   * out with the end, so this must settle promptly. */
   beforeEnd(status: number): Promise<void>;
   /** Called once, when the exchange is over, with what happened. */
   finish(facts: ForwardFacts): void;
@@ -97,19 +98,40 @@ export async function forwardUpstream(f: ForwardInput): Promise<void> {
       ...(error ? { error } : {}),
       ...(tap ? { response: await tap.finish() } : {}),
     });
+  // Chunks the upstream sent together reach the client in one write, and the last with the response's end:
+  // the client's socket stays corked while the next chunk (or the end) is already here, and is flushed
+  // whenever the next one must be waited for. A chunk is never held back waiting on the upstream.
+  const body = upstream.body;
+  let corked = false;
+  const flush = () => {
+    if (!corked) return;
+    corked = false;
+    res.uncork();
+  };
   try {
-    for await (const chunk of upstream.body) {
+    for await (const chunk of body) {
       const buf = chunk as Buffer;
       tap?.push(buf);
-      if (!res.write(buf)) await drained(res);
+      if (!corked) {
+        res.cork();
+        corked = true;
+      }
+      if (!res.write(buf)) {
+        flush();
+        await drained(res);
+      }
       if (f.clientGone()) break;
+      if (!arrived(body)) flush();
     }
     if (!f.clientGone()) {
       await f.beforeEnd(upstream.statusCode);
+      // Ends the response and writes what is still corked with it (end() fully uncorks the socket).
+      corked = false;
       res.end();
       await ended(upstream.statusCode >= 400 ? 'error' : 'complete');
       return;
     }
+    flush();
     upstream.body.destroy();
     await ended('client_aborted');
   } catch (err) {
@@ -124,6 +146,16 @@ export async function forwardUpstream(f: ForwardInput): Promise<void> {
     else res.destroy();
     await ended('upstream_reset', `upstream connection dropped mid-response: ${(err as Error).message}`);
   }
+}
+
+/**
+ * Whether more of the body is already in hand: a chunk buffered, or the end received (the stream's own
+ * `ended`, set when the end is pushed, before 'end' is emitted). Unknown reads as no: flush now.
+ */
+function arrived(body: Readable): boolean {
+  if (body.readableLength > 0) return true;
+  const state = (body as Readable & { _readableState?: { ended?: unknown } })._readableState;
+  return state?.ended === true;
 }
 
 function drained(res: ServerResponse): Promise<void> {

@@ -137,7 +137,10 @@ export function createRequestHandler(
       if (prepared && !committing) committing = state.commit(prepared, path, status, after);
     };
     const finish = (facts: ForwardFacts) => {
-      const forwarded = forwardedBody ?? Buffer.concat(received);
+      // A body that came in one chunk (most: the socket reads 64 KB at a time) is that chunk, not a copy of it
+      // (the chunk is the parser's own copy, sized to the body, and nothing writes to it).
+      const forwarded =
+        forwardedBody ?? (received.length === 1 ? (received[0] as Buffer) : Buffer.concat(received));
       received.length = 0;
       // No answer came (or the client left first): the turn is committed now, as it is.
       commitState(facts.status);
