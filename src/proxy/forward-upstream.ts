@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import type { Agent } from 'undici';
 import { errorBody } from '../wire/provider-errors.js';
 import type { WireFormat } from '../wire/request-body.js';
+import type { ClientAbort } from './client-abort.js';
 import { forwardHeaders, responseHeaders, type UpstreamProvider } from './forward-headers.js';
 import { refuse, unsendable } from './local-refusal.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
@@ -34,7 +35,8 @@ export interface ForwardInput {
   format: WireFormat | undefined;
   headerOverride: Record<string, string> | undefined;
   body: Readable | Buffer | undefined;
-  signal: AbortSignal;
+  /** Fires when the client leaves (undici aborts the request, or destroys its response body). */
+  signal: ClientAbort;
   now(): number;
   /** True once the client has gone (the response closed before it finished). */
   clientGone(): boolean;

@@ -15,6 +15,7 @@ import { formatFromRoute } from '../wire/request-body.js';
 import { type AdminRoutes, serveAdmin } from './admin-routes.js';
 import type { Admission } from './admission.js';
 import { afterResponse } from './after-response.js';
+import { ClientAbort } from './client-abort.js';
 import type { ExchangeRecorder } from './exchange-recorder.js';
 import { fixRequest } from './fix-request.js';
 import { upstreamOf, webHeaders } from './forward-headers.js';
@@ -87,7 +88,7 @@ export function createRequestHandler(
       headers ??= webHeaders(req.headers);
       return headers;
     };
-    const abort = new AbortController();
+    const abort = new ClientAbort();
     let clientGone = false;
     res.on('close', () => {
       if (!res.writableFinished) {
@@ -186,7 +187,7 @@ export function createRequestHandler(
       format,
       headerOverride,
       body,
-      signal: abort.signal,
+      signal: abort,
       now: () => clock.now(),
       clientGone: () => clientGone,
       statusKnown: (status) => {

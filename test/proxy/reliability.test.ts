@@ -174,6 +174,45 @@ describe('clients that go away', () => {
     }
   });
 
+  it('aborts the upstream request when the client leaves before the upstream answered', async () => {
+    let upstreamGot!: () => void;
+    const got = new Promise<void>((r) => (upstreamGot = r));
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((r) => (upstreamClosed = r));
+    // Reads the request and never answers: only the proxy's abort closes this connection.
+    const silent = createServer((req, res) => {
+      req.resume();
+      req.on('end', upstreamGot);
+      res.on('close', upstreamClosed);
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    const port = (silent.address() as AddressInfo).port;
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-abort-'));
+    const p = createProxy({ upstream: `http://127.0.0.1:${port}`, dir, logger: {} });
+    await p.listen();
+    try {
+      const controller = new AbortController();
+      const answer = fetch(`${p.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'k' },
+        body: JSON.stringify(body),
+        signal: controller.signal,
+      }).catch((err: Error) => err);
+      await got;
+      controller.abort();
+      expect(await answer).toBeInstanceOf(Error);
+      await closed;
+      await p.flush();
+      const recs = [];
+      for await (const r of readCaptures([dir])) recs.push(r);
+      expect(recs[0]?.record.outcome).toBe('client_aborted');
+    } finally {
+      await p.close();
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
+
   it('lets a client time out on a stall, and records the abort', async () => {
     const client = new Anthropic({ apiKey: API_KEY, baseURL: h.proxy.url, maxRetries: 0, timeout: 150 });
     const named = nextLiveRequest(h.proxy);
