@@ -123,6 +123,28 @@ describe('Anthropic streams', () => {
     expect(s.message?.content).toEqual(parseStream('anthropic-messages', anthropicStream).message?.content);
   });
 
+  it('reads bytes as a TextDecoder would: a leading BOM dropped, invalid UTF-8 replaced, a byte at a time', () => {
+    const text = new TextEncoder().encode(anthropicStream.replace('Héllo', 'Héllo 😀'));
+    // A BOM first and two invalid sequences in a text delta's JSON string.
+    const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]);
+    const at = bytes.indexOf(' 😀');
+    const bad = Buffer.concat([
+      bytes.subarray(0, at),
+      Buffer.from([0xe2, 0x28, 0xa1, 0xc0, 0xaf]),
+      bytes.subarray(at),
+    ]);
+    const expected = parseStream('anthropic-messages', new TextDecoder().decode(bad));
+    const names: Array<string | undefined> = [];
+    const reader = createStreamReader('anthropic-messages', (e) => names.push(e.event));
+    for (let i = 0; i < bad.length; i++) reader.push(bad.subarray(i, i + 1));
+    const s = reader.end();
+    expect(s).toEqual(expected);
+    // The first event keeps its name (a BOM left in would make its first line an unknown field).
+    expect(names[0]).toBe('message_start');
+    expect(s.events).toBe(parseStream('anthropic-messages', anthropicStream).events);
+    expect(JSON.stringify(s.message?.content)).toContain('Héllo\ufffd(\ufffd\ufffd\ufffd 😀');
+  });
+
   it('records an error event and an incomplete stream', () => {
     const text =
       anthropicStream.split('event: message_delta')[0] +
