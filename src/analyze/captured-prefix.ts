@@ -66,6 +66,8 @@ export class CapturedPrefixReuse {
       if (n > lo) {
         lo = n;
         prev = c;
+        // Every block shared: no later chain can share more (the first to share the most is taken).
+        if (n === captured.length) break;
       }
     }
     if (!list || !prev) return { blocks: [], states: [], shared: 0, chain: undefined };

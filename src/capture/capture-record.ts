@@ -139,6 +139,9 @@ function* capturedBlocksSteps(
     if (n > shared) {
       shared = n;
       from = r;
+      // All of them shared (a request resent, or its conversation's previous one extended to this): no
+      // later capture can share more, and the first to share the most is the one taken either way.
+      if (n === blocks.length) break;
     }
   }
   const captured = from ? from.captured.slice(0, shared) : [];
