@@ -235,6 +235,8 @@ export function keptHeaders(headers: Headers): Record<string, string> {
 
 /** Two captured blocks that are the same on disk. */
 export function sameBlock(a: CapturedBlock, b: CapturedBlock): boolean {
+  // The records of a conversation share their leading blocks as the same objects (capturedBlocksSteps).
+  if (a === b) return true;
   return (
     a.hash === b.hash &&
     a.at === b.at &&
