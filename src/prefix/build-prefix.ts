@@ -554,6 +554,9 @@ export class PrefixBuilder {
     let misses = 0;
     let stepBytes = 0;
     const first = prevs[0];
+    // The run of units the parse took over from the first body (the scan's), and where it starts here.
+    const takenOver = first ? unitsTakenOver(body.units) : undefined;
+    const takenAt = takenOver && takenOver.from === first?.body.units ? takenOver.at : -1;
     // The units whose results set a flag (an image, citations, a deferred or server tool), in order.
     const flagged: number[] = [];
     for (let i = 0; i < body.units.length; i++) {
@@ -561,6 +564,11 @@ export class PrefixBuilder {
       // (the very unit objects): their results are that body's, without a test per pass or a byte compare.
       if (first && first.body === scannedFrom) {
         const fromUnits = first.body.units;
+        // Where the parse's record of the run it took over from the first body starts, the record says
+        // where that run is in the first body: the last match's place may be another body's (a client's
+        // body and its forwarded one match the tools and system at different places).
+        const taken = i === takenAt ? takenOver : undefined;
+        if (taken) deltas[0] = taken.fromAt - i;
         const d = deltas[0] as number;
         const run = runOfSame(body.units, fromUnits, i, d, body.units.length);
         if (run > i) {
@@ -570,9 +578,13 @@ export class PrefixBuilder {
           // How many leading units each body shares at the same index, as the general path counts it.
           if (d === 0 && leading[0] === i) leading[0] = run;
           for (let k = d === 0 ? 1 : 0; k < prevs.length; k++) {
+            if (leading[k] !== i) continue;
             const other = (prevs[k] as PreviousBody).body;
-            for (let x = i; x < run && leading[k] === x; x++)
-              if (sameUnit(body, body.units[x] as RawUnit, other, x)) leading[k] = x + 1;
+            // The very unit objects at the same index first (a body that took them over from the same
+            // body as this one): a pointer compare per unit, nothing looked into; then unit by unit.
+            let x = sameRunEnd(body.units, other.units, i, 0, Math.min(run, other.units.length));
+            while (x < run && sameUnit(body, body.units[x] as RawUnit, other, x)) x++;
+            leading[k] = x;
           }
           // The flagged units among them are the first body's flagged ones in that range.
           const from = first.flagged;
@@ -585,6 +597,7 @@ export class PrefixBuilder {
         }
       }
       const u = body.units[i] as RawUnit;
+      this.units.stats.compared++;
       stepBytes += u.span.end - u.span.start;
       if (i % STEP_ITEMS === STEP_ITEMS - 1 || stepBytes >= STEP_BYTES) {
         yield;

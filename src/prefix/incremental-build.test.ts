@@ -127,6 +127,39 @@ describe('a prefix built by extending a kept body equals the one built from scra
     }
   });
 
+  it("takes a Claude Code body's history over in one run after its forwarded twin (a tool more) was parsed", () => {
+    // As the fix path parses them: the client's body, then the body it forwards (tools-freeze's placeholder
+    // appended to tools, so every unit after the tools sits one further on), then the client's next body.
+    const billing = (n: number) => ({
+      type: 'text',
+      text: `x-anthropic-billing-header: cc_version=2.1.37.a1b; cc_entrypoint=cli; cch=${String(n).padStart(5, '0')};`,
+    });
+    let conv = agentConversation({ turns: 40, seed: 11 });
+    const placeholder = { ...anthropicTool('Placeholder', 2), defer_loading: true };
+    const warm = new PrefixBuilder();
+    for (let n = 0; n < 6; n++) {
+      conv = appendUserTurn(conv, `step ${n}`);
+      const { model, messages, ...rest } = conv;
+      const client = text({ model, messages, ...rest, system: [billing(n), ...(conv.system as Json[])] });
+      const forwarded = text({
+        model,
+        messages,
+        ...rest,
+        system: [billing(n), ...(conv.system as Json[])],
+        tools: [...(conv.tools as Json[]), placeholder],
+      });
+      for (const body of [client, forwarded]) {
+        const before = warm.units.stats.compared;
+        const got = warm.parse(Buffer.from(body));
+        expect(prefixData(got)).toEqual(prefixData(new PrefixBuilder().parse(Buffer.from(body))));
+        const compared = warm.units.stats.compared - before;
+        // Beyond the run taken over: the tools and system (their bytes moved), the new turn, a few more.
+        const outsideMessages = got.body.units.filter((u) => u.level !== 'messages').length;
+        if (n > 0) expect(compared).toBeLessThanOrEqual(outsideMessages + 4);
+      }
+    }
+  });
+
   it('for a body shorter than its base, a resent one, and one that drops the last message', () => {
     const turns = session(4, 3).map(text);
     const full = turns[3] as string;

@@ -76,8 +76,10 @@ export class UnitReader {
   /**
    * For benchmarks and tests: units computed from scratch, found in memory by identity, and reused from
    * the previous body by a byte compare (counted by the PrefixBuilder), and units evicted from memory.
+   * `compared`: units the PrefixBuilder looked at one by one against the kept bodies (not in a run taken
+   * over from the body the scan took its nodes from): what a body costs beyond its new units.
    */
-  readonly stats = { computed: 0, remembered: 0, reused: 0, evicted: 0 };
+  readonly stats = { computed: 0, remembered: 0, reused: 0, evicted: 0, compared: 0 };
 
   constructor(options: UnitReaderOptions = {}) {
     this.estimate = options.estimateTokens ?? defaultTokenEstimator;
