@@ -34,13 +34,33 @@ export function toolsOf(req: Pick<FixRequest, 'prefix'>): Json[] {
   // The scan hands over the node of unchanged bytes from the request before: so is its parse. Read-only.
   const known = parsedTools.get(node);
   if (known) return known;
-  const tools = parseSpan(bytes, node.start, node.end);
-  const list = (Array.isArray(tools) ? tools : []).filter(isObj) as Json[];
+  // Unchanged bytes at another place (Claude Code sends tools after the messages, so they move on every
+  // request): the parse of a recent body's equal tools. A memcmp of the tools' bytes instead of a parse, and
+  // the same objects, so what compares them to the frozen ones remembers it did.
+  const span = bytes.subarray(node.start, node.end);
+  const same = recentTools.find((r) => r.bytes.length === span.length && r.bytes.equals(span));
+  let list = same?.list;
+  if (!list) {
+    const tools = parseSpan(bytes, node.start, node.end);
+    list = (Array.isArray(tools) ? tools : []).filter(isObj) as Json[];
+    if (span.length <= RECENT_TOOLS_MAX_BYTES) {
+      // A copy: a subarray would keep the whole body alive.
+      recentTools.unshift({ bytes: Buffer.from(span), list });
+      recentTools.length = Math.min(recentTools.length, RECENT_TOOLS);
+    }
+  } else if (same && recentTools[0] !== same) {
+    recentTools.splice(recentTools.indexOf(same), 1);
+    recentTools.unshift(same);
+  }
   parsedTools.set(node, list);
   return list;
 }
 
 const parsedTools = new WeakMap<object, Json[]>();
+/** The tools arrays parsed most recently (newest first), by their bytes: a few distinct tool sets at a time. */
+const recentTools: Array<{ bytes: Buffer; list: Json[] }> = [];
+const RECENT_TOOLS = 8;
+const RECENT_TOOLS_MAX_BYTES = 1024 * 1024;
 
 /** How many messages the body has, and the role of its last one, from the scan (no parse). */
 export function messageShape(req: Pick<FixRequest, 'prefix'>): {
@@ -234,13 +254,28 @@ export function marked(m: Message): boolean {
  * tools-freeze, not a cache identity (the cache sees key order; the frozen bytes are what it gets).
  */
 export function sameDefinition(a: Json, b: Json): boolean {
-  if (a === b) return true;
+  if (a === b || sameDefinitions.get(a)?.has(b)) return true;
   const { cache_control: _a, defer_loading: _da, ...ra } = a;
   const { cache_control: _b, defer_loading: _db, ...rb } = b;
   // The same members in the same order say the same thing, and native JSON.stringify tells that fast (it
   // was a sorted stringify of every tool, twice, on each request); only a difference is looked at sorted.
-  return JSON.stringify(ra) === JSON.stringify(rb) || stableJson(ra) === stableJson(rb);
+  const same = JSON.stringify(ra) === JSON.stringify(rb) || stableJson(ra) === stableJson(rb);
+  if (same) {
+    let known = sameDefinitions.get(a);
+    if (!known) {
+      known = new WeakSet();
+      sameDefinitions.set(a, known);
+    }
+    known.add(b);
+  }
+  return same;
 }
+
+/**
+ * Pairs of definitions found the same (values are never mutated): a frozen tool and the client's equal one,
+ * parsed once and resent on every request, are compared once. Weak: they go with the state and the parse.
+ */
+const sameDefinitions = new WeakMap<Json, WeakSet<Json>>();
 
 export const TOOL_CHANGES_BETA = 'mid-conversation-tool-changes-2026-07-01';
 
