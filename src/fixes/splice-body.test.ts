@@ -52,6 +52,16 @@ describe('spliceBody', () => {
     expect(out?.toString()).toBe(rewritten(text, set, insert));
   });
 
+  it.each(cases)(
+    '%s: the same bytes with the new fields given as their JSON text',
+    (_n, body, set, insert) => {
+      const text = JSON.stringify(body);
+      const setText = Object.fromEntries(Object.entries(set).map(([k, v]) => [k, JSON.stringify(v)]));
+      const out = spliceBody(parseRequestBody(text), { setText, insert });
+      expect(out?.toString()).toBe(rewritten(text, set, insert));
+    },
+  );
+
   it.each([
     ['whitespace', '{"model": "m","messages":[]}'],
     ['an escape JSON.stringify rewrites', '{"model":"\\u006d","messages":[]}'],

@@ -9,6 +9,11 @@ import type { RequestBody } from '../wire/request-body.js';
 export interface BodyEdits {
   /** New values of top-level fields; a field the body lacks is appended, as `{ ...body, field }` does. */
   set?: Readonly<Record<string, unknown>>;
+  /**
+   * New values of top-level fields given as the text `JSON.stringify` writes for them (a caller that keeps
+   * it from request to request); the same as `set` with those values, without writing them again.
+   */
+  setText?: Readonly<Record<string, string>>;
   /** Messages to insert before `before` (the index in the body's own messages; its length appends). */
   insert?: ReadonlyArray<{ before: number; message: Json }>;
 }
@@ -24,8 +29,11 @@ export function spliceBody(body: RequestBody, edits: BodyEdits): Buffer | undefi
   if (!root.clean || root.start !== 0 || root.end !== bytes.length) return undefined;
   const pieces: Array<{ at: number; end: number; text: string }> = [];
   const appended: string[] = [];
-  for (const [key, value] of Object.entries(edits.set ?? {})) {
-    const text = JSON.stringify(value);
+  const fields: Array<[string, string | undefined]> = [
+    ...Object.entries(edits.set ?? {}).map(([k, v]): [string, string | undefined] => [k, JSON.stringify(v)]),
+    ...Object.entries(edits.setText ?? {}),
+  ];
+  for (const [key, text] of fields) {
     if (text === undefined) return undefined;
     const node = root.members.get(key);
     if (node) pieces.push({ at: node.start, end: node.end, text });

@@ -151,7 +151,7 @@ export const toolsFreeze: Fix<FreezeState> = {
     // Spliced into the client's bytes (the same bytes a whole re-serialization writes, at the cost of
     // what changed); a body that is not compact JSON is parsed and written whole.
     const body =
-      spliceBody(req.prefix.body, { set: { tools }, insert }) ??
+      spliceBody(req.prefix.body, { setText: { tools: toolsJson(next, tools) }, insert }) ??
       writeBody(forwardedValue(req, tools, insert));
     return {
       body,
@@ -162,6 +162,23 @@ export const toolsFreeze: Fix<FreezeState> = {
     };
   },
 };
+
+/**
+ * `JSON.stringify(tools)` for the tools a state renders, remembered by the state's frozen list and its added
+ * tools (values are never mutated): the same tools go out on every request of a conversation.
+ */
+function toolsJson(state: FreezeState, tools: readonly Json[]): string {
+  const frozen = state.frozen;
+  if (!frozen) return JSON.stringify(tools);
+  const known = renderedTools.get(frozen);
+  if (known && known.added.length === state.added.length && known.added.every((t, i) => t === state.added[i]))
+    return known.text;
+  const text = JSON.stringify(tools);
+  renderedTools.set(frozen, { added: [...state.added], text });
+  return text;
+}
+
+const renderedTools = new WeakMap<readonly Json[], { added: readonly Json[]; text: string }>();
 
 interface Rendered {
   tools: Json[];
