@@ -4,6 +4,7 @@
 
 import type { Json } from '../core/json.js';
 import type { RequestBody } from '../wire/request-body.js';
+import { concatBody } from './body-buffer.js';
 
 /** What to change: top-level fields set to new values, messages inserted before a message index. */
 export interface BodyEdits {
@@ -72,5 +73,5 @@ export function spliceBody(body: RequestBody, edits: BodyEdits): Buffer | undefi
     pos = p.end;
   }
   parts.push(bytes.subarray(pos));
-  return Buffer.concat(parts);
+  return concatBody(parts);
 }
