@@ -66,7 +66,28 @@ describe('the fix path with a warm prefix builder', () => {
     }
     // The same session with its tools sent after its messages (their offsets move on every request).
     const reordered = bodies.map(({ messages, tools, ...rest }) => ({ messages, ...rest, tools }));
-    for (const session of [bodies, reordered]) {
+    // As Claude Code sends it: model, messages, then a system prompt led by a billing line with a new `cch=`
+    // on every request, then the tools; and the same with a tool's definition changed half way (re-frozen).
+    const billing = (n: number) => ({
+      type: 'text',
+      text: `x-anthropic-billing-header: cc_version=2.1.37.a1b; cc_entrypoint=cli; cch=${String(n).padStart(5, '0')};`,
+    });
+    const claudeCode = bodies.map(({ model, messages, system, tools, ...rest }, n) => ({
+      model,
+      messages,
+      ...rest,
+      system: [billing(n), ...(system as Json[])],
+      tools,
+    }));
+    const redefined = claudeCode.map((b, n) =>
+      n < 5
+        ? b
+        : {
+            ...b,
+            tools: (b.tools as Json[]).map((t, k) => (k === 0 ? { ...t, description: 'changed' } : t)),
+          },
+    );
+    for (const session of [bodies, reordered, claudeCode, redefined]) {
       const warm = new PrefixBuilder();
       const warmRun = run(session, () => warm);
       const coldRun = run(session, () => new PrefixBuilder());
@@ -74,6 +95,8 @@ describe('the fix path with a warm prefix builder', () => {
       // The fixes did something: tools frozen with the placeholder, announcements inserted.
       expect(warmRun.some((r) => r.body.includes('cacheward_deferred_placeholder'))).toBe(true);
       expect(warmRun.some((r) => r.body.includes('tool_addition'))).toBe(true);
+      if (session === redefined)
+        expect(warmRun.some((r) => JSON.stringify(r.notes).includes('re-froze'))).toBe(true);
     }
   });
 });
