@@ -507,7 +507,9 @@ class UnitReader {
     let j = 0;
     while (j < prevUnits.length && (prevUnits[j] as RawUnit).level !== 'messages') j++;
     // The scan says how many leading items it took over in one go; otherwise they are counted here.
-    let m = itemsTakenFrom(items, before.items) ?? 0;
+    // The very same array (the scan took the whole `messages` node over: a forwarded body whose edits all
+    // come after it) holds its own items, all of them.
+    let m = items === before.items ? items.length : (itemsTakenFrom(items, before.items) ?? 0);
     if (m === 0) while (m < items.length && items[m] === before.items[m]) m++;
     if (m === 0) return 0;
     // The previous body's units of those messages: from its first message unit to the first unit of
