@@ -231,19 +231,25 @@ async function main() {
 
     // Capture storage over a 200-turn growing conversation, full mode and hashes mode. Agent turns (a
     // question, a tool call, a ~3.6 KB file read, an answer) as real agents send; and tiny turns (a short
-    // user line and "Done."), the worst case for per-record overhead.
+    // user line and "Done."), the worst case for per-record overhead; and the agent turns in Claude Code's
+    // key order (messages, then system, then tools: every turn moves the tools' and system's bytes).
     for (const [capture, turnKind] of [
       ['full', 'agent'],
       ['hashes', 'agent'],
       ['full', 'tiny'],
+      ['full', 'claude-code'],
+      ['hashes', 'claude-code'],
     ] as const) {
       const { proxy, dir } = await startCapturing(capture, 'store');
       const pool = new Pool(proxy.url, { connections: 1 });
       let conv = agentConversation({ turns: 1, seed: 3 });
       let raw = 0;
       for (let turn = 0; turn < 200; turn++) {
-        if (turnKind === 'agent') conv = agentConversation({ turns: turn + 1, seed: 3 });
-        const text = JSON.stringify(conv);
+        if (turnKind !== 'tiny') conv = agentConversation({ turns: turn + 1, seed: 3 });
+        const { model, max_tokens, messages, system, tools, ...rest } = conv as Record<string, unknown>;
+        const text = JSON.stringify(
+          turnKind === 'claude-code' ? { model, max_tokens, messages, system, tools, ...rest } : conv,
+        );
         raw += Buffer.byteLength(text);
         const res = await pool.request({
           path: '/v1/messages',

@@ -41,7 +41,16 @@ export interface CapturedPrefix {
    * On disk, the first `shared` blocks are the same as those of record `id` (the session's previous
    * record in the same file) and `blocks` holds the rest. The reader puts them back: readers see all blocks.
    */
-  base?: { id: string; shared: number };
+  base?: {
+    id: string;
+    shared: number;
+    /**
+     * Runs `[first, count, delta]` of shared blocks that moved in the body: the same blocks, at their base's
+     * `at` + `delta` (Claude Code sends its tools and system prompt after the messages, so every turn moves
+     * them by the bytes it added). Absent when none moved.
+     */
+    moved?: Array<[number, number, number]>;
+  };
   blocks: CapturedBlock[];
   /** Parameters folded per level; object values longer than 200 characters are kept as a hash. */
   params: Record<'tools' | 'system' | 'messages', Record<string, unknown>>;
@@ -135,7 +144,11 @@ function* capturedBlocksSteps(
   for (const r of recentCaptures) {
     let n = 0;
     const max = Math.min(r.blocks.length, blocks.length);
-    while (n < max && r.blocks[n] === blocks[n]) n++;
+    // A block rebuilt only because it moved in the body (the same cumulative key: the same content up to
+    // it) does not end the run: Claude Code's tools and system come after its messages, and the message
+    // blocks after them are still the recent capture's own objects.
+    while (n < max && (r.blocks[n] === blocks[n] || (r.blocks[n] as PrefixBlock).hash === blocks[n]?.hash))
+      n++;
     if (n > shared) {
       shared = n;
       from = r;
@@ -144,7 +157,11 @@ function* capturedBlocksSteps(
       if (n === blocks.length) break;
     }
   }
-  const captured = from ? from.captured.slice(0, shared) : [];
+  const captured: CapturedBlock[] = new Array(shared);
+  for (let i = 0; i < shared; i++) {
+    const b = blocks[i] as PrefixBlock;
+    captured[i] = from?.blocks[i] === b ? (from.captured[i] as CapturedBlock) : capture(b);
+  }
   for (let i = shared; i < blocks.length; i++) {
     if ((i - shared) % STEP_ITEMS === STEP_ITEMS - 1) yield;
     captured.push(capture(blocks[i] as PrefixBlock));
@@ -237,9 +254,14 @@ export function keptHeaders(headers: Headers): Record<string, string> {
 export function sameBlock(a: CapturedBlock, b: CapturedBlock): boolean {
   // The records of a conversation share their leading blocks as the same objects (capturedBlocksSteps).
   if (a === b) return true;
+  return a.at === b.at && sameBlockMoved(a, b);
+}
+
+/** Two captured blocks that are the same but for where they are in the body (`at`). */
+export function sameBlockMoved(a: CapturedBlock, b: CapturedBlock): boolean {
+  if (a === b) return true;
   return (
     a.hash === b.hash &&
-    a.at === b.at &&
     a.size === b.size &&
     a.tokens === b.tokens &&
     a.cc?.type === b.cc?.type &&

@@ -12,7 +12,7 @@ import {
   type CapturedPrefix,
   type CaptureMode,
   type CaptureRecord,
-  sameBlock,
+  sameBlockMoved,
 } from './capture-record.js';
 import { jsonLineSteps } from './json-line-steps.js';
 import { SessionBases } from './session-bases.js';
@@ -329,18 +329,26 @@ export class CaptureWriter {
     const prevBlocks = base?.blocks;
     if (full.prefix && prevBlocks) {
       const blocks = full.prefix.blocks;
+      const prev = prevBlocks.blocks;
+      // Shared blocks that moved in the body (Claude Code's tools and system after its messages) are
+      // written as runs of the same shift, not again whole.
+      const moved: Array<[number, number, number]> = [];
       let shared = 0;
-      while (
-        shared < blocks.length &&
-        shared < prevBlocks.blocks.length &&
-        sameBlock(blocks[shared] as CapturedBlock, prevBlocks.blocks[shared] as CapturedBlock)
-      )
+      while (shared < blocks.length && shared < prev.length) {
+        const a = blocks[shared] as CapturedBlock;
+        const b = prev[shared] as CapturedBlock;
+        if (!sameBlockMoved(a, b)) break;
+        const delta = a.at - b.at;
+        if (delta !== 0) {
+          const run = moved[moved.length - 1];
+          if (run && run[0] + run[1] === shared && run[2] === delta) run[1]++;
+          else moved.push([shared, 1, delta]);
+        }
         shared++;
+      }
       if (shared > 0) {
-        record = {
-          ...full,
-          prefix: { ...full.prefix, base: { id: prevBlocks.id, shared }, blocks: blocks.slice(shared) },
-        };
+        const base = moved.length ? { id: prevBlocks.id, shared, moved } : { id: prevBlocks.id, shared };
+        record = { ...full, prefix: { ...full.prefix, base, blocks: blocks.slice(shared) } };
       }
     }
     // Headers the same as the session's previous record, and usage that its raw form says, are not repeated.

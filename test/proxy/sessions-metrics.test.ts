@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
 import { readCaptures } from '../../src/capture/capture-reader.js';
+import { capturePrefix } from '../../src/capture/capture-record.js';
 import { CaptureWriter } from '../../src/capture/capture-writer.js';
 import { VirtualClock } from '../../src/core/clock.js';
 import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
@@ -155,6 +156,37 @@ describe('capture modes and limits', () => {
     for (const [i, r] of recs.entries()) {
       const p = parsePrefix(sent[i] as string, { format: 'anthropic-messages' });
       expect(r.record.prefix?.blocks.map((b) => b.hash)).toEqual(p.blocks.map((b) => b.hash));
+    }
+  });
+
+  it('stores a Claude Code-shaped conversation (tools and system after the messages) as deltas of moved blocks', async () => {
+    const hashes = await startProxy({ capture: 'hashes' });
+    const client = new Anthropic({ apiKey: API_KEY, baseURL: hashes.proxy.url, maxRetries: 0 });
+    let conv = agentConversation({ turns: 3, seed: 7 });
+    const sent: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      // Claude Code's key order: every turn moves the tools' and the system prompt's bytes.
+      const { model, max_tokens, messages, system, tools } = conv as Record<string, unknown>;
+      const body = { model, max_tokens, messages, system, tools };
+      sent.push(JSON.stringify(body));
+      await client.messages.create(body as never, { headers: { 'x-cacheward-session': 'cc' } });
+      conv = appendUserTurn(conv, `turn ${i}`);
+    }
+    const recs = await hashes.records();
+    const onDisk = readFileSync(recs[1]!.file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    for (let i = 1; i < onDisk.length; i++) {
+      const prev = recs[i - 1]?.record.prefix?.blocks.length ?? 0;
+      expect(onDisk[i].prefix.base.shared).toBeGreaterThanOrEqual(prev - 1);
+      expect(onDisk[i].prefix.base.moved.length).toBeGreaterThan(0);
+      expect(onDisk[i].prefix.blocks.length).toBeLessThan(5);
+    }
+    // Read back, every record's blocks are its own request's, offsets included.
+    for (const [i, r] of recs.entries()) {
+      const p = capturePrefix(parsePrefix(sent[i] as string, { format: 'anthropic-messages' }));
+      expect(r.record.prefix?.blocks).toEqual(p.blocks);
     }
   });
 
