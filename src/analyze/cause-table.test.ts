@@ -131,6 +131,19 @@ describe('cause table: Anthropic', () => {
     ['params_changed', (b) => (b.tool_choice = { type: 'any' }), 'params'],
     ['model_changed', (b) => (b.model = 'claude-fable-5'), 'params'],
   ];
+  it('messages_edited, not unexplained, when the parent\'s last message (its breakpoint) was edited', () => {
+    const p = provider('anthropic');
+    const first = appendUserTurn(base(), 'first question');
+    const t1 = p.send(first, 0);
+    // The next request ends the same history with another question: every block but the parent's last is
+    // shared, and the parent's only message entry was at that last block.
+    const t2 = p.send(appendUserTurn(base(), 'another question'), 30_000);
+    const d = decide(t1, t2);
+    expect(t2.read).toBeLessThan(cachedBy(t1) / 2);
+    expect(d?.cause).toBe('messages_edited');
+    expect(d?.blockIndex).toBe(t1.prefix.blocks.length - 1);
+  });
+
   it.each(changed)('%s when the prefix changed at its level', (cause, edit, level) => {
     const p = provider('anthropic');
     const t1 = p.send(base(), 0);

@@ -139,5 +139,16 @@ export function decideCause(x: CauseInput): CauseDecision | undefined {
   if (why?.reason === 'beyond_lookback') return { cause: 'lookback_exceeded', rewritten, evidence: why };
   if (why?.reason === 'other_route') return { cause: 'concurrent', rewritten, evidence: why };
   if (below) return { cause: 'below_minimum', rewritten, evidence: below };
+  // The model read no more than the provider, and the prefix changed inside what the parent had cached:
+  // the change took the parent's entry with it, however few tokens it moved (an edit of the parent's last
+  // block, where its breakpoint was, leaves every token before it shared and no entry to read them from).
+  if (d && d.sharedTokens < x.parentCached)
+    return {
+      cause: x.relation === 'fork' ? 'fork_diverged' : structuralCause(d),
+      rewritten,
+      change: d.change,
+      changed: d.changed,
+      blockIndex: d.blockIndex,
+    };
   return { cause: 'unexplained', rewritten };
 }
