@@ -131,7 +131,7 @@ describe('cause table: Anthropic', () => {
     ['params_changed', (b) => (b.tool_choice = { type: 'any' }), 'params'],
     ['model_changed', (b) => (b.model = 'claude-fable-5'), 'params'],
   ];
-  it('messages_edited, not unexplained, when the parent\'s last message (its breakpoint) was edited', () => {
+  it("messages_edited, not unexplained, when the parent's last message (its breakpoint) was edited", () => {
     const p = provider('anthropic');
     const first = appendUserTurn(base(), 'first question');
     const t1 = p.send(first, 0);
