@@ -61,4 +61,60 @@ describe('CapturedPrefixReuse', () => {
       previous = captured;
     }
   });
+
+  it('takes a Claude Code-shaped chain over past the tools and system that moved in the body', () => {
+    const reuse = new CapturedPrefixReuse();
+    // Claude Code's key order: messages, then system, then tools. Every turn moves the tools' bytes.
+    const ccRequest = (texts: string[]) =>
+      capturePrefix(
+        parsePrefix(
+          JSON.stringify({
+            model: 'claude-opus-5',
+            max_tokens: 1024,
+            messages: texts.map((text, i) => ({ role: i % 2 ? 'assistant' : 'user', content: text })),
+            system: [{ type: 'text', text: 'You are careful.', cache_control: { type: 'ephemeral' } }],
+            tools: [
+              { name: 'Read', description: 'Reads a file.', input_schema: { type: 'object' } },
+              { name: 'Bash', description: 'Runs a command.', input_schema: { type: 'object' } },
+            ],
+          }),
+          { format: 'anthropic-messages' },
+        ),
+      );
+    const histories = [
+      ['a'],
+      ['a', 'b', 'c'],
+      ['a', 'b', 'c', 'd', 'e'],
+      ['a', 'b', 'x'],
+      ['a', 'b', 'x', 'y'],
+    ];
+    let previous: CapturedPrefix | undefined;
+    let previousBlocks: readonly unknown[] = [];
+    for (const h of histories) {
+      const fresh = ccRequest(h);
+      let captured = fresh;
+      if (previous) {
+        // As the capture reader rebuilds it: the base's objects, and a copy at its new offset where a block moved.
+        const blocks = fresh.blocks.map((b, i) => {
+          const old = previous?.blocks[i];
+          if (!old || old.hash !== b.hash) return b;
+          return old.at === b.at ? old : { ...old, at: b.at };
+        });
+        captured = { ...fresh, blocks };
+      }
+      const reused = prefixFromCapture(captured, 'claude-opus-5', [], reuse);
+      const alone = prefixFromCapture(fresh, 'claude-opus-5');
+      expect(reused.blocks).toEqual(alone.blocks);
+      expect(reused.levels).toEqual(alone.levels);
+      expect(reuse.messageEnds(captured.blocks, reused)).toEqual(messageEnds(alone));
+      // The message blocks the record shares as the same objects are the previous record's own blocks.
+      if (previous) {
+        const firstMessage = captured.blocks.findIndex((b) => b.level === 'messages');
+        expect(captured.blocks[firstMessage]).toBe(previous.blocks[firstMessage]);
+        expect(reused.blocks[firstMessage]).toBe(previousBlocks[firstMessage]);
+      }
+      previous = captured;
+      previousBlocks = reused.blocks;
+    }
+  });
 });

@@ -34,9 +34,10 @@ export interface CapturedChain {
 }
 
 export class CapturedPrefixReuse {
-  /** Per first block, the latest chains that start with it, newest first (interleaved conversations that
-   * send the same tools share their first block: each keeps its own chain). */
-  private readonly chains = new WeakMap<CapturedBlock, CapturedChain[]>();
+  /** Per first block's cumulative key, the latest chains that start with it, newest first (interleaved
+   * conversations that send the same tools share their first block: each keeps its own chain). By key, not
+   * by object: Claude Code's tools come after its messages, so every record rebuilds them where they moved. */
+  private readonly chains = new LruMap<CapturedChain[]>(MAX_FIRST_BLOCKS);
   /** The chain the last {@link take} took over, replaced by the next {@link keep}. */
   private taken: { list: CapturedChain[]; chain: CapturedChain } | undefined;
   /**
@@ -51,6 +52,8 @@ export class CapturedPrefixReuse {
 
   /** The blocks and transcript states a record can take over, and how many (`shared`). */
   take(captured: readonly CapturedBlock[]): {
+    /** The chain's captured blocks: where they are the record's very objects, its blocks are taken over. */
+    captured: readonly CapturedBlock[];
     blocks: readonly PrefixBlock[];
     states: Array<readonly number[]>;
     shared: number;
@@ -58,11 +61,11 @@ export class CapturedPrefixReuse {
   } {
     this.taken = undefined;
     const first = captured[0];
-    const list = first ? this.chains.get(first) : undefined;
+    const list = first ? this.chains.get(first.hash) : undefined;
     let prev: CapturedChain | undefined;
     let lo = 0;
     for (const c of list ?? []) {
-      const n = sharedObjects(c.captured, captured);
+      const n = sharedKeys(c.captured, captured);
       if (n > lo) {
         lo = n;
         prev = c;
@@ -70,16 +73,22 @@ export class CapturedPrefixReuse {
         if (n === captured.length) break;
       }
     }
-    if (!list || !prev) return { blocks: [], states: [], shared: 0, chain: undefined };
+    if (!list || !prev) return { captured: [], blocks: [], states: [], shared: 0, chain: undefined };
     // Only the tools and system shared: another conversation's chain, which stays as it is.
     if (prev.captured[lo - 1]?.level !== 'messages')
-      return { blocks: prev.blocks, states: prev.states.slice(0, lo), shared: lo, chain: undefined };
+      return {
+        captured: prev.captured,
+        blocks: prev.blocks,
+        states: prev.states.slice(0, lo),
+        shared: lo,
+        chain: undefined,
+      };
     this.taken = { list, chain: prev };
     // The same conversation: the next keep replaces this chain. Its states are only ever read here: cut
     // them in place rather than copy them (the blocks are the prefix's own, and an earlier prefix still
     // holds the old list).
     prev.states.length = lo;
-    return { blocks: prev.blocks, states: prev.states, shared: lo, chain: prev };
+    return { captured: prev.captured, blocks: prev.blocks, states: prev.states, shared: lo, chain: prev };
   }
 
   /** A tools or system block built before for other records with the same key (see {@link sharedKey}). */
@@ -123,10 +132,10 @@ export class CapturedPrefixReuse {
     if (!first) return;
     const ends = from.chain?.ends;
     const endsShared = ends ? Math.min(from.chain?.endsShared ?? 0, from.shared) : 0;
-    let list = this.chains.get(first);
+    let list = this.chains.get(first.hash);
     if (!list) {
       list = [];
-      this.chains.set(first, list);
+      this.chains.set(first.hash, list);
     }
     const at = taken?.list === list ? list.indexOf(taken.chain) : -1;
     if (at >= 0) list.splice(at, 1);
@@ -147,7 +156,7 @@ export class CapturedPrefixReuse {
   *messageEndsSteps(captured: readonly CapturedBlock[], prefix: Prefix): Generator<void, MessageEnd[]> {
     const first = captured[0];
     // The chain its keep just put first.
-    const chain = first ? this.chains.get(first)?.[0] : undefined;
+    const chain = first ? this.chains.get(first.hash)?.[0] : undefined;
     if (!chain || chain.captured !== captured || chain.blocks !== prefix.blocks)
       return yield* messageEndsSteps(prefix);
     const ends = yield* extendMessageEndsSteps(prefix, chain.ends ?? [], chain.ends ? chain.endsShared : 0);
@@ -184,14 +193,26 @@ export function* prefixFromCaptureSteps(
   // One array of the final length (a slice then pushes left a half-empty tail on every record).
   const blocks = new Array<PrefixBlock>(captured.blocks.length);
   const before: readonly PrefixBlock[] = taken?.blocks ?? [];
-  for (let i = 0; i < from; i++) blocks[i] = before[i] as PrefixBlock;
-  let cumulative = from ? (blocks[from - 1] as PrefixBlock).cumulativeTokens : 0;
+  // The shared run is by cumulative key: a block the chain had as the very same captured object is taken
+  // over; one with the same key but an object of its own (it moved in the body: Claude Code's tools and
+  // system after its messages) is built again from its capture, with the chain's transcript key and state
+  // (the same key: the same content up to it).
+  const prior = taken?.captured ?? [];
+  let first = 0;
+  for (; first < from && prior[first] === captured.blocks[first]; first++)
+    blocks[first] = before[first] as PrefixBlock;
+  let cumulative = first ? (blocks[first - 1] as PrefixBlock).cumulativeTokens : 0;
   const transcript = new TranscriptChain();
   if (from) transcript.load(states[from - 1] as readonly number[]);
-  for (let i = from; i < captured.blocks.length; i++) {
-    if ((i - from) % STEP_ITEMS === STEP_ITEMS - 1) yield;
+  for (let i = first; i < captured.blocks.length; i++) {
+    if ((i - first) % STEP_ITEMS === STEP_ITEMS - 1) yield;
     const b = captured.blocks[i] as CapturedBlock;
     cumulative += b.tokens;
+    const twin = i < from;
+    if (twin && prior[i] === b) {
+      blocks[i] = before[i] as PrefixBlock;
+      continue;
+    }
     const shareable = b.level !== 'messages' && reuse !== undefined;
     const key = shareable ? sharedKey(b, i, cumulative) : '';
     const known = shareable ? reuse.shared(key) : undefined;
@@ -215,12 +236,17 @@ export function* prefixFromCaptureSteps(
         cacheControl: b.cc,
         emptyText: b.empty === true,
         toolParts: b.tp ? { schema: b.tp[0], description: b.tp[1], other: b.tp[2] } : undefined,
-        transcript: b.level === 'messages' ? transcript.next(b.role, b.id) : undefined,
+        transcript: twin
+          ? (before[i] as PrefixBlock).transcript
+          : b.level === 'messages'
+            ? transcript.next(b.role, b.id)
+            : undefined,
       };
       if (shareable) reuse.share(key, block);
       blocks[i] = block;
     }
-    states.push(transcript.save());
+    // A twin's transcript state is the chain's, already in `states`.
+    if (!twin) states.push(transcript.save());
   }
   reuse?.keep(captured.blocks, blocks, states, { chain: taken?.chain, shared: from });
   const levels = {} as Record<PrefixLevel, Prefix['levels'][PrefixLevel]>;
@@ -272,6 +298,23 @@ export function* prefixFromCaptureSteps(
 
 /** Chains kept per first block: as many interleaved conversations as the proxy's prefix builder keeps. */
 const MAX_CHAINS = 64;
+/** First blocks (distinct tool lists, or first messages when there are none) chains are kept for. */
+const MAX_FIRST_BLOCKS = 4_096;
+
+/**
+ * How many leading blocks two lists share by cumulative key (the same content up to each). A key names
+ * everything before it, so the shared ones form a prefix: binary search.
+ */
+export function sharedKeys(a: readonly CapturedBlock[], b: readonly CapturedBlock[]): number {
+  let lo = 0;
+  let hi = Math.min(a.length, b.length);
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (a[mid - 1] === b[mid - 1] || a[mid - 1]?.hash === b[mid - 1]?.hash) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
 
 /**
  * How many leading blocks two lists share as the very same objects. The reader's lists share a prefix of
