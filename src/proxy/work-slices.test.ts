@@ -24,6 +24,29 @@ describe('WorkSlices', () => {
     expect(slices.stats.longestStepMs).toBe(1.5);
   });
 
+  it('tells the CPU time its longest slice used, so a slice the process spent preempted shows as such', async () => {
+    let clock = 0;
+    let cpu = 0;
+    const slices = new WorkSlices(
+      4,
+      1000,
+      () => clock,
+      () => cpu,
+    );
+    const first = slices.run(() => {
+      clock += 2;
+      cpu += 2; // worked the whole time
+    });
+    await first;
+    await slices.run(() => {
+      clock += 30; // descheduled for most of it: 30 ms on the clock, 1 ms of CPU
+      cpu += 1;
+    });
+    expect(slices.stats.longestMs).toBe(30);
+    expect(slices.stats.longestCpuMs).toBe(1);
+    expect(slices.metricsText()).toContain('cacheward_after_response_slice_max_cpu_seconds 0.001000');
+  });
+
   it("keeps one step's failure to its own promise", async () => {
     const slices = new WorkSlices();
     const bad = slices.run(() => {
