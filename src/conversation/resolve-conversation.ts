@@ -84,10 +84,12 @@ function* findParentSteps(
       const agreed = end.cacheKey === node.final.cacheKey;
       const sameLabel = node.label === req.label;
       if (!sameLabel && !agreed && node.final.messages < 2) continue;
+      // Same label first, then the latest (a later one of equal rank wins a tie).
       if (!best) best = node;
       else {
-        const rank = (n: RequestNode) => (n.label === req.label ? 0 : 1);
-        if (rank(node) < rank(best) || (rank(node) === rank(best) && node.time >= best.time)) best = node;
+        const rank = sameLabel ? 0 : 1;
+        const bestRank = best.label === req.label ? 0 : 1;
+        if (rank < bestRank || (rank === bestRank && node.time >= best.time)) best = node;
       }
     }
     if (best?.final) full = { node: best, at: i, agreed: end.cacheKey === best.final.cacheKey, full: true };
@@ -175,32 +177,31 @@ export function* resolveConversationSteps(
   req: ConversationRequest,
 ): Generator<void, Resolution> {
   const found = yield* findParentSteps(store, req);
-  const alone = (): Resolution => ({
-    conversation: newId(req.id),
-    relation: req.label !== undefined && store.labelSeen(req.label) ? 'sibling' : 'new',
-    agreed: false,
-    duplicate: false,
-    turn: 1,
-    reclassified: [],
-  });
-  if (!found) return alone();
+  if (!found) return alone(store, req);
   const { node: parent, at, agreed } = found;
   const end = req.ends[at];
-  const base = {
-    parent: parent.id,
-    shared: { messages: end ? end.message + 1 : 0, tokens: end?.tokens ?? 0, full: found.full, ends: at + 1 },
-    agreed,
-    reclassified: [] as Reclassified[],
+  const shared = {
+    messages: end ? end.message + 1 : 0,
+    tokens: end?.tokens ?? 0,
+    full: found.full,
+    ends: at + 1,
   };
+  // Each result written out field by field (an object spread per result cost more: this runs twice per exchange).
   const fork = (): Resolution => ({
-    ...base,
+    parent: parent.id,
+    shared,
+    agreed,
+    reclassified: [],
     conversation: newId(req.id),
     relation: 'fork',
     duplicate: false,
     turn: 1,
   });
-  const continues = (duplicate = false): Resolution => ({
-    ...base,
+  const continues = (duplicate: boolean): Resolution => ({
+    parent: parent.id,
+    shared,
+    agreed,
+    reclassified: [],
     conversation: parent.conversation,
     relation: 'continues',
     duplicate,
@@ -209,7 +210,7 @@ export function* resolveConversationSteps(
   if (parent.label !== req.label) return fork();
   const conv = store.conversation(parent.conversation);
   const isTip = !conv || conv.tip === parent.id;
-  if (!found.full) return isTip ? continues() : fork();
+  if (!found.full) return isTip ? continues(false) : fork();
   const duplicate = at === req.ends.length - 1;
   if (isTip) {
     const out = continues(duplicate);
@@ -222,7 +223,7 @@ export function* resolveConversationSteps(
   // and the child was a fork beside it.
   const child = parent.next ? store.request(parent.next) : undefined;
   if (child && child.children === 0 && conv?.tip === child.id && (agreed || !child.agreed)) {
-    const out = continues();
+    const out = continues(false);
     out.reclassified.push({ request: child.id, relation: 'fork', conversation: newId(child.id) });
     return out;
   }
@@ -238,7 +239,7 @@ export function* resolveConversationSteps(
       conversation: parent.conversation,
       relation: 'continues',
       parent: tip.id,
-      shared: { ...base.shared, full: false },
+      shared: { ...shared, full: false },
       agreed: passing.cacheKey === end.cacheKey,
       duplicate: false,
       turn: (conv?.requests ?? tip.turn) + 1,
@@ -246,6 +247,18 @@ export function* resolveConversationSteps(
     };
   }
   return fork();
+}
+
+/** A request that shares nothing the store holds: a conversation of its own. */
+function alone(store: ConversationStore, req: ConversationRequest): Resolution {
+  return {
+    conversation: newId(req.id),
+    relation: req.label !== undefined && store.labelSeen(req.label) ? 'sibling' : 'new',
+    agreed: false,
+    duplicate: false,
+    turn: 1,
+    reclassified: [],
+  };
 }
 
 /**
