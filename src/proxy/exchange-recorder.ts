@@ -106,7 +106,7 @@ export class ExchangeRecorder {
     const record: CaptureRecord = {
       v: 1,
       id: f.id,
-      times: { start: f.start, ...(f.firstByte !== undefined ? { firstByte: f.firstByte } : {}), end: f.end },
+      times: recordTimes(f),
       session: { key: 'unknown', source: 'lineage' },
       provider: f.provider,
       route: f.route,
@@ -179,6 +179,14 @@ export class ExchangeRecorder {
     this.o.writer.write(record, { forwarded: f.forwarded, ...(f.client ? { client: f.client } : {}) });
     return record;
   }
+}
+
+/** The record's times, keys in order (set, not spread in before `end`: the slower path on Node 20). */
+function recordTimes(f: ExchangeFacts): CaptureRecord['times'] {
+  const times = { start: f.start } as CaptureRecord['times'];
+  if (f.firstByte !== undefined) times.firstByte = f.firstByte;
+  times.end = f.end;
+  return times;
 }
 
 /** A complete Responses response's output items, from its JSON body or its stream's final response. */
