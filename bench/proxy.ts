@@ -87,9 +87,12 @@ async function main() {
   ) => {
     const dir = mkdtempSync(join(tmpdir(), `cacheward-bench-${purpose}-${capture}-`));
     dirs.push(dir);
+    const probed = probe ? loopProbeArgs(probe) : undefined;
+    // The proxy also tells the CPU time its longest after-response slice used (preempted, or busy).
+    const env = { ...probed?.env, CACHEWARD_SLICE_CPU: '1' };
     const proxy = await startCli(
       ['proxy', '--port', '0', '--upstream', sim.url, '--capture', capture, '--dir', dir],
-      { ...(probe ? loopProbeArgs(probe) : {}), ...(bin ? { bin } : {}) },
+      { ...(probed ? { node: probed.node } : {}), env, ...(bin ? { bin } : {}) },
     );
     children.push(proxy.child);
     return { proxy, dir };

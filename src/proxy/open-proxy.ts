@@ -25,7 +25,7 @@ import type { ProxyMetrics } from './proxy-metrics.js';
 import { ProxyConfigError, type ProxyHealth, type ProxyOptions } from './proxy-options.js';
 import { createRequestHandler } from './request-handler.js';
 import { tolerantConnector } from './upstream-connector.js';
-import { WorkSlices } from './work-slices.js';
+import { processCpuMs, WorkSlices } from './work-slices.js';
 
 /** The proxy once it listens: what createProxy's handle delegates to. */
 export interface OpenProxy {
@@ -94,7 +94,11 @@ export async function openProxy(
     telemetry?.export(detail);
   });
   const recording = new Set<Promise<void>>();
-  const slices = new WorkSlices();
+  // CACHEWARD_SLICE_CPU=1 (bench:proxy) also tells the CPU time of the longest slice: preempted or busy.
+  const slices =
+    process.env.CACHEWARD_SLICE_CPU === '1'
+      ? new WorkSlices(undefined, undefined, undefined, processCpuMs)
+      : new WorkSlices();
   const agent = new Agent({
     keepAliveTimeout: 60_000,
     connections: 256,

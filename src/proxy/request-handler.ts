@@ -17,7 +17,7 @@ import { type AdminRoutes, serveAdmin } from './admin-routes.js';
 import type { Admission } from './admission.js';
 import { afterResponse } from './after-response.js';
 import { ClientAbort } from './client-abort.js';
-import type { ExchangeRecorder } from './exchange-recorder.js';
+import type { ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';
 import { fixRequest } from './fix-request.js';
 import { upstreamOf, webHeaders } from './forward-headers.js';
 import { type ForwardFacts, forwardUpstream } from './forward-upstream.js';
@@ -154,21 +154,23 @@ export function createRequestHandler(
       const end = clock.now();
       setImmediate(() => {
         if (!format && !forwarded.length) return;
-        const exchange = {
+        // Keys set in order, then the forward's facts assigned (a spread followed by more keys, or of
+        // `facts` after them, takes Node 20's slower path: ~1.5 µs per exchange). The same object.
+        const exchange: ExchangeFacts = {
           id,
           provider: format ? provider : ('unknown' as const),
           route: path,
           method,
           requestHeaders: requestHeaders(),
           forwarded,
-          ...(clientBody ? { client: clientBody } : {}),
-          ...(prefix ? { prefix } : {}),
-          ...(tracked ? { tracked } : {}),
-          fixes: fixNotes,
-          start,
-          end,
-          ...facts,
-        };
+        } as ExchangeFacts;
+        if (clientBody) exchange.client = clientBody;
+        if (prefix) exchange.prefix = prefix;
+        if (tracked) exchange.tracked = tracked;
+        exchange.fixes = fixNotes;
+        exchange.start = start;
+        exchange.end = end;
+        Object.assign(exchange, facts);
         const done = afterResponse(
           { recorder, state, log, live, slices: deps.slices },
           exchange,
