@@ -4,7 +4,21 @@
 import { describeChange } from '../prefix/describe-divergence.js';
 import type { Miss } from './analyze-captures.js';
 
-const n = new Intl.NumberFormat('en-US');
+const intl = new Intl.NumberFormat('en-US');
+
+/**
+ * `Intl.NumberFormat('en-US').format`, with integers (every figure a sentence shows but a TTL or idle time
+ * in fractions) grouped here: ~0.4 µs a call through ICU, and a live proxy describes every miss it sees.
+ */
+export const n = {
+  format(v: number): string {
+    if (!Number.isSafeInteger(v) || Object.is(v, -0)) return intl.format(v);
+    const digits = String(v < 0 ? -v : v);
+    let out = digits.slice(0, digits.length % 3 || 3);
+    for (let i = out.length; i < digits.length; i += 3) out += `,${digits.slice(i, i + 3)}`;
+    return v < 0 ? `-${out}` : out;
+  },
+};
 
 export function formatUsd(v: number | null): string {
   if (v === null) return 'unpriced';
@@ -13,7 +27,12 @@ export function formatUsd(v: number | null): string {
 }
 
 export function clockTime(ms: number): string {
-  return new Date(ms).toISOString().slice(11, 19);
+  // HH:MM:SS UTC by arithmetic (what toISOString().slice(11, 19) reads), for the years toISOString writes
+  // with four digits; outside them, toISOString itself.
+  if (!(ms >= 0 && ms < 253402300800000)) return new Date(ms).toISOString().slice(11, 19);
+  const s = Math.floor(ms / 1000) % 86400;
+  const two = (x: number) => (x < 10 ? `0${x}` : String(x));
+  return `${two(Math.floor(s / 3600))}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}`;
 }
 
 const TITLES: Record<Miss['cause'], string> = {

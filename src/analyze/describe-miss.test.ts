@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { clockTime, n } from './describe-miss.js';
+
+const intl = new Intl.NumberFormat('en-US');
+
+describe('describe-miss number and time formatting', () => {
+  it('groups every kind of number exactly as Intl en-US does', () => {
+    const values = [0, -0, 1, 9, 10, 99, 100, 999, 1000, 1001, 12_345, 123_456, 1_234_567, -1, -999, -1000];
+    values.push(-1_234_567, 2 ** 53 - 1, -(2 ** 53 - 1), 2 ** 53, 1e21, 0.5, 1.23456, 12_345.678, -0.001);
+    values.push(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 300, 3600, 86_400);
+    for (let i = 0; i < 2000; i++)
+      values.push(Math.floor(Math.random() * 10 ** (1 + (i % 15))) * (i % 2 ? -1 : 1));
+    for (const v of values) expect(n.format(v), String(v)).toBe(intl.format(v));
+  });
+
+  it('reads the clock time as toISOString does, in and outside its four-digit years', () => {
+    const times = [
+      0, 999, 1000, 59_999, 3_599_999, 86_399_999, 86_400_000, 1_800_000_000_123, 253_402_300_799_999,
+    ];
+    times.push(253_402_300_800_000, -1, -86_400_001, 8.64e15, -8.64e15, 1_733_000_000_000.5);
+    for (let i = 0; i < 2000; i++) times.push(Math.floor(Math.random() * 4e12));
+    for (const t of times) expect(clockTime(t), String(t)).toBe(new Date(t).toISOString().slice(11, 19));
+  });
+});
