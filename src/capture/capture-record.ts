@@ -142,6 +142,9 @@ function* capturedBlocksSteps(
   let from: { blocks: readonly PrefixBlock[]; captured: CapturedBlock[] } | undefined;
   let shared = 0;
   for (const r of recentCaptures) {
+    // Only one that also shares block `shared` can share more than the best so far: one look rules the
+    // others out (32 conversations sending the same tools would each be walked through those tools).
+    if (shared > 0 && (r.blocks.length <= shared || r.blocks[shared] !== blocks[shared])) continue;
     let n = 0;
     const max = Math.min(r.blocks.length, blocks.length);
     // A block rebuilt only because it moved in the body (the same cumulative key: the same content up to
