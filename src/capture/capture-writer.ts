@@ -436,7 +436,7 @@ export class CaptureWriter {
   }
 }
 
-/** `{ ...o, [key]: value }` (the key last unless `o` has it), without the spread's per-object hidden class. */
+/** `{ ...o, [key]: value }` (the key last unless `o` has it), without the spread's slow path for a new key. */
 function withKey<T extends object, K extends string, V>(o: T, key: K, value: V): T & Record<K, V> {
   const out = Object.assign({}, o) as T & Record<K, V>;
   (out as Record<K, V>)[key] = value;
