@@ -142,16 +142,17 @@ function* capturedBlocksSteps(
   let from: { blocks: readonly PrefixBlock[]; captured: CapturedBlock[] } | undefined;
   let shared = 0;
   for (const r of recentCaptures) {
-    // Only one that also shares block `shared` can share more than the best so far: one look rules the
-    // others out (32 conversations sending the same tools would each be walked through those tools).
-    if (shared > 0 && (r.blocks.length <= shared || r.blocks[shared] !== blocks[shared])) continue;
-    let n = 0;
-    const max = Math.min(r.blocks.length, blocks.length);
     // A block rebuilt only because it moved in the body (the same cumulative key: the same content up to
     // it) does not end the run: Claude Code's tools and system come after its messages, and the message
     // blocks after them are still the recent capture's own objects.
-    while (n < max && (r.blocks[n] === blocks[n] || (r.blocks[n] as PrefixBlock).hash === blocks[n]?.hash))
-      n++;
+    const same = (n: number) =>
+      r.blocks[n] === blocks[n] || (r.blocks[n] as PrefixBlock).hash === blocks[n]?.hash;
+    // Only one that also shares block `shared` can share more than the best so far: one look rules the
+    // others out (32 conversations sending the same tools would each be walked through those tools).
+    if (shared > 0 && (r.blocks.length <= shared || !same(shared))) continue;
+    let n = 0;
+    const max = Math.min(r.blocks.length, blocks.length);
+    while (n < max && same(n)) n++;
     if (n > shared) {
       shared = n;
       from = r;
