@@ -2,30 +2,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { bareRecord } from '../../test/fixtures/capture-records.js';
 import { readCaptures } from './capture-reader.js';
 
 /** A record line of session `s` with the given prefix (only what the reader needs). */
 function line(id: string, prefix: Record<string, unknown>): string {
+  const params = { tools: {}, system: {}, messages: {} };
   return JSON.stringify({
-    v: 1,
-    id,
-    times: { start: 0 },
-    session: { key: 's', source: 'header' },
-    provider: 'anthropic',
-    route: '/v1/messages',
-    method: 'POST',
-    outcome: 'complete',
-    stream: false,
-    headers: {},
-    betas: [],
-    requestBytes: 0,
-    fixes: [],
-    prefix: {
-      format: 'anthropic-messages',
-      totalTokens: 30,
-      params: { tools: {}, system: {}, messages: {} },
-      ...prefix,
-    },
+    ...bareRecord(id),
+    prefix: { format: 'anthropic-messages', totalTokens: 30, params, ...prefix },
   });
 }
 

@@ -9,6 +9,7 @@ import { CaptureWriter } from '../../src/capture/capture-writer.js';
 import { VirtualClock } from '../../src/core/clock.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
 import { createSimulator } from '../../src/sim/simulator.js';
+import { bareRecord } from '../fixtures/capture-records.js';
 import { messagesBody } from '../sim/helpers.js';
 import { API_KEY } from './helpers.js';
 
@@ -109,21 +110,7 @@ describe('capture folder permissions', () => {
 });
 
 describe('CaptureWriter memory', () => {
-  const record = (id: string, session: string): CaptureRecord => ({
-    v: 1,
-    id,
-    times: { start: 0 },
-    session: { key: session, source: 'header' },
-    provider: 'anthropic',
-    route: '/v1/messages',
-    method: 'POST',
-    outcome: 'complete',
-    stream: false,
-    headers: {},
-    betas: [],
-    requestBytes: 0,
-    fixes: [],
-  });
+  const record = (id: string, session: string): CaptureRecord => bareRecord(id, session);
 
   it('bounds the queue in bytes: past maxQueueBytes new records are dropped and counted, never held', async () => {
     const dir = tmp();

@@ -11,6 +11,7 @@ import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversa
 import { parsePrefix } from '../../src/prefix/build-prefix.js';
 import { wrapFetch } from '../../src/proxy/wrap-fetch.js';
 import { createSimulator } from '../../src/sim/simulator.js';
+import { bareRecord } from '../fixtures/capture-records.js';
 import { EPHEMERAL, messagesBody } from '../sim/helpers.js';
 import { API_KEY, startProxy } from './helpers.js';
 
@@ -195,22 +196,7 @@ describe('capture modes and limits', () => {
     const clock = new VirtualClock();
     const writer = new CaptureWriter({ dir, mode: 'hashes', clock, maxBytes: 4000, rotateBytes: 1000 });
     for (let i = 0; i < 40; i++) {
-      writer.write({
-        v: 1,
-        id: `r${i}`,
-        times: { start: i },
-        session: { key: 's', source: 'header' },
-        provider: 'anthropic',
-        route: '/v1/messages',
-        method: 'POST',
-        outcome: 'complete',
-        stream: false,
-        headers: {},
-        betas: [],
-        requestBytes: 0,
-        fixes: [],
-        error: 'x'.repeat(200),
-      });
+      writer.write(bareRecord(`r${i}`, 's', { times: { start: i }, error: 'x'.repeat(200) }));
       await writer.flush();
       clock.advance(1000);
     }
