@@ -2,6 +2,8 @@
 // capture into a fresh 0700 folder, and the official SDK clients pointed at either.
 
 import { mkdtempSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -79,4 +81,17 @@ export function nextLiveRequest(proxy: CachewardProxy): Promise<LiveRequest> {
       resolve(row);
     });
   });
+}
+
+/** Starts `server` on a loopback port; its close (connections cut first) is pushed onto `closers`. */
+export async function listenOnLoopback(
+  server: Server,
+  closers: Array<() => Promise<unknown>>,
+): Promise<string> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  closers.push(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }

@@ -1,6 +1,5 @@
 import { mkdtempSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -8,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { type CachewardProxy, createProxy, type ProxyOptions } from '../../src/proxy/create-proxy.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { messagesBody } from '../sim/helpers.js';
-import { API_KEY } from './helpers.js';
+import { API_KEY, listenOnLoopback } from './helpers.js';
 import { postHead, RawConnection } from './raw-http.js';
 
 type Json = Record<string, unknown>;
@@ -25,14 +24,7 @@ async function proxy(options: Partial<ProxyOptions>): Promise<CachewardProxy> {
   return p;
 }
 
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
+const listen = (server: Server) => listenOnLoopback(server, closers);
 
 const sim = createSimulator();
 const simUrl = await sim.listen();

@@ -13,7 +13,7 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -134,6 +134,34 @@ describe('upstream faults reach the client as the provider sent them', () => {
 });
 
 describe('clients that go away', () => {
+  /**
+   * Runs `client` against a proxy in front of `upstream`: the upstream's connection must then close
+   * (`closed`), and the exchange be recorded as client_aborted.
+   */
+  async function expectAbortRecorded(
+    upstream: Server,
+    closed: Promise<void>,
+    client: (url: string) => Promise<void>,
+  ): Promise<void> {
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+    const port = (upstream.address() as AddressInfo).port;
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-abort-'));
+    const p = createProxy({ upstream: `http://127.0.0.1:${port}`, dir, logger: {} });
+    await p.listen();
+    try {
+      await client(p.url);
+      await closed;
+      await p.flush();
+      const recs = [];
+      for await (const r of readCaptures([dir])) recs.push(r);
+      expect(recs[0]?.record.outcome).toBe('client_aborted');
+    } finally {
+      await p.close();
+      upstream.closeAllConnections();
+      upstream.close();
+    }
+  }
+
   it('aborts the upstream request when the client disconnects mid-stream', async () => {
     let upstreamClosed!: () => void;
     const closed = new Promise<void>((r) => (upstreamClosed = r));
@@ -146,14 +174,9 @@ describe('clients that go away', () => {
         upstreamClosed();
       });
     });
-    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
-    const port = (slow.address() as AddressInfo).port;
-    const dir = mkdtempSync(join(tmpdir(), 'cacheward-abort-'));
-    const p = createProxy({ upstream: `http://127.0.0.1:${port}`, dir, logger: {} });
-    await p.listen();
-    try {
+    await expectAbortRecorded(slow, closed, async (url) => {
       const controller = new AbortController();
-      const res = await fetch(`${p.url}/v1/messages`, {
+      const res = await fetch(`${url}/v1/messages`, {
         method: 'POST',
         headers: { 'x-api-key': 'k' },
         body: JSON.stringify({ ...body, stream: true }),
@@ -162,16 +185,7 @@ describe('clients that go away', () => {
       const reader = res.body!.getReader();
       await reader.read();
       controller.abort();
-      await closed;
-      await p.flush();
-      const recs = [];
-      for await (const r of readCaptures([dir])) recs.push(r);
-      expect(recs[0]?.record.outcome).toBe('client_aborted');
-    } finally {
-      await p.close();
-      slow.closeAllConnections();
-      slow.close();
-    }
+    });
   });
 
   it('aborts the upstream request when the client leaves before the upstream answered', async () => {
@@ -185,14 +199,9 @@ describe('clients that go away', () => {
       req.on('end', upstreamGot);
       res.on('close', upstreamClosed);
     });
-    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
-    const port = (silent.address() as AddressInfo).port;
-    const dir = mkdtempSync(join(tmpdir(), 'cacheward-abort-'));
-    const p = createProxy({ upstream: `http://127.0.0.1:${port}`, dir, logger: {} });
-    await p.listen();
-    try {
+    await expectAbortRecorded(silent, closed, async (url) => {
       const controller = new AbortController();
-      const answer = fetch(`${p.url}/v1/messages`, {
+      const answer = fetch(`${url}/v1/messages`, {
         method: 'POST',
         headers: { 'x-api-key': 'k' },
         body: JSON.stringify(body),
@@ -201,16 +210,7 @@ describe('clients that go away', () => {
       await got;
       controller.abort();
       expect(await answer).toBeInstanceOf(Error);
-      await closed;
-      await p.flush();
-      const recs = [];
-      for await (const r of readCaptures([dir])) recs.push(r);
-      expect(recs[0]?.record.outcome).toBe('client_aborted');
-    } finally {
-      await p.close();
-      silent.closeAllConnections();
-      silent.close();
-    }
+    });
   });
 
   it('lets a client time out on a stall, and records the abort', async () => {

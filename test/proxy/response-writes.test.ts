@@ -3,28 +3,21 @@
 
 import { mkdtempSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server, type ServerResponse } from 'node:http';
-import { type AddressInfo, Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createProxy } from '../../src/proxy/create-proxy.js';
 import { messagesBody } from '../sim/helpers.js';
-import { API_KEY } from './helpers.js';
+import { API_KEY, listenOnLoopback } from './helpers.js';
 
 const closers: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
   for (const c of closers.reverse()) await c();
 });
 
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
+const listen = (server: Server) => listenOnLoopback(server, closers);
 
 async function proxyTo(upstream: string): Promise<string> {
   const p = createProxy({
