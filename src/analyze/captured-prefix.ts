@@ -298,8 +298,12 @@ export function* prefixFromCaptureSteps(
 
 /** Chains kept per first block: as many interleaved conversations as the proxy's prefix builder keeps. */
 const MAX_CHAINS = 64;
-/** First blocks (distinct tool lists, or first messages when there are none) chains are kept for. */
-const MAX_FIRST_BLOCKS = 4_096;
+/**
+ * First blocks (distinct tool lists, or first messages when there are none) chains are kept for, least
+ * recently used out first. As many as the capture writer keeps sessions' bases (256): what kept a chain
+ * alive when chains were held by their first block's object (a record of it still held somewhere).
+ */
+const MAX_FIRST_BLOCKS = 256;
 
 /**
  * How many leading blocks two lists share by cumulative key (the same content up to each). A key names
@@ -317,16 +321,13 @@ export function sharedKeys(a: readonly CapturedBlock[], b: readonly CapturedBloc
 }
 
 /**
- * How many leading blocks two lists share as the very same objects. The reader's lists share a prefix of
- * their delta base's objects and then have their own, so the shared ones form a prefix: binary search.
+ * How many leading blocks two lists share as the very same objects, counted one by one: the reader gives a
+ * block that moved in the body an object of its own and keeps its base's objects after it (Claude Code's
+ * moved tools, then its shared messages), so the same objects need not form a leading run.
  */
 export function sharedObjects(a: readonly CapturedBlock[], b: readonly CapturedBlock[]): number {
-  let lo = 0;
-  let hi = Math.min(a.length, b.length);
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >>> 1;
-    if (a[mid - 1] === b[mid - 1]) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
+  const max = Math.min(a.length, b.length);
+  let n = 0;
+  while (n < max && a[n] === b[n]) n++;
+  return n;
 }

@@ -142,7 +142,7 @@ export function decideCause(x: CauseInput): CauseDecision | undefined {
   // The model read no more than the provider, and the prefix changed inside what the parent had cached:
   // the change took the parent's entry with it, however few tokens it moved (an edit of the parent's last
   // block, where its breakpoint was, leaves every token before it shared and no entry to read them from).
-  if (d && d.sharedTokens < x.parentCached)
+  if (ev && d && d.sharedTokens < x.parentCached)
     return {
       cause: x.relation === 'fork' ? 'fork_diverged' : structuralCause(d),
       rewritten,

@@ -59,4 +59,20 @@ describe('WaitingBlocks', () => {
       for (let k = 0; k < want.length; k++) expect(blocks[k]).toBe(want[k]);
     }
   });
+
+  it("gives a Claude Code record its own moved blocks back (new objects first, its base's after them)", () => {
+    const waiting = new WaitingBlocks();
+    // As the reader makes them: the moved tools get objects of their own, the messages are the base's.
+    const tools = [block('t0'), block('t1')];
+    const messages = Array.from({ length: 8 }, (_, i) => block(`m${i}`));
+    const first = [...tools, ...messages];
+    const second = [...tools.map((b) => ({ ...b, at: b.at + 40 })), ...messages, block('m8')];
+    const r1 = record('r1', 'S', first);
+    const r2 = record('r2', 'S', second);
+    const w1 = waiting.arrive(r1);
+    waiting.arrive(r2);
+    const back = waiting.leave(w1).prefix?.blocks ?? [];
+    expect(back.length).toBe(first.length);
+    for (let k = 0; k < first.length; k++) expect(back[k]).toBe(first[k]);
+  });
 });

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bareRecord } from '../../test/fixtures/capture-records.js';
+import { parsePrefix } from '../prefix/build-prefix.js';
 import { readCaptures } from './capture-reader.js';
+import { type CapturedBlock, capturePrefix, sameBlockMoved } from './capture-record.js';
 
 /** A record line of session `s` with the given prefix (only what the reader needs). */
 function line(id: string, prefix: Record<string, unknown>): string {
@@ -62,5 +64,30 @@ describe('readCaptures: blocks that moved in the body', () => {
     expect(warnings).toEqual([
       `${file}:2: the moved blocks of r2 are not [first, count, delta] runs; their offsets are the base's`,
     ]);
+  });
+
+  it('never takes a block whose part number changed for one that only moved', () => {
+    // Claude Code's billing line is left out of every block and key but counts in the system's parts.
+    const body = (billing: boolean) =>
+      JSON.stringify({
+        model: 'claude-opus-5',
+        max_tokens: 16,
+        messages: [{ role: 'user', content: 'hi' }],
+        system: [
+          ...(billing
+            ? [{ type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.1; cch=abc;' }]
+            : []),
+          { type: 'text', text: 'You are careful.' },
+        ],
+      });
+    const system = (billing: boolean) =>
+      capturePrefix(parsePrefix(body(billing), { format: 'anthropic-messages' })).blocks.find(
+        (b) => b.level === 'system',
+      ) as CapturedBlock;
+    const [a, b] = [system(true), system(false)];
+    expect(a.hash).toBe(b.hash);
+    expect(a.part).not.toBe(b.part);
+    expect(sameBlockMoved(a, b)).toBe(false);
+    expect(sameBlockMoved(a, { ...a, at: a.at + 7 })).toBe(true);
   });
 });

@@ -257,11 +257,24 @@ export function sameBlock(a: CapturedBlock, b: CapturedBlock): boolean {
   return a.at === b.at && sameBlockMoved(a, b);
 }
 
-/** Two captured blocks that are the same but for where they are in the body (`at`). */
+/**
+ * Two captured blocks that are the same but for where they are in the body (`at`). Every other field is
+ * compared: the cumulative key does not cover them all (a billing line, left out of every key, still counts
+ * in the system prompt's part numbers).
+ */
 export function sameBlockMoved(a: CapturedBlock, b: CapturedBlock): boolean {
   if (a === b) return true;
   return (
     a.hash === b.hash &&
+    a.id === b.id &&
+    a.level === b.level &&
+    a.index === b.index &&
+    a.kind === b.kind &&
+    a.name === b.name &&
+    a.message === b.message &&
+    a.part === b.part &&
+    a.role === b.role &&
+    a.empty === b.empty &&
     a.size === b.size &&
     a.tokens === b.tokens &&
     a.cc?.type === b.cc?.type &&
