@@ -126,4 +126,37 @@ describe('MemoryRelease after a large body', () => {
       memory.stop();
     }
   });
+
+  it('runs nothing once stopped, even a collection already waiting on the capture queue', async () => {
+    const ran: boolean[] = [];
+    let release!: () => void;
+    const settled = () => new Promise<void>((r) => (release = r));
+    const memory = new MemoryRelease({ quietMs: 10, settled, collect: (c) => ran.push(c) });
+    memory.afterLargeBody(8 * MB);
+    await wait(20);
+    memory.stop();
+    release();
+    await wait(3_000);
+    memory.afterLargeBody(8 * MB);
+    memory.afterExchange();
+    await wait(60_000);
+    expect(ran).toEqual([]);
+  });
+
+  it('keeps one collection chain for bodies that come while one is on its way', async () => {
+    const ran: boolean[] = [];
+    const memory = new MemoryRelease({ quietMs: 10, collect: (c) => ran.push(c) });
+    memory.afterLargeBody(8 * MB);
+    await wait(5);
+    memory.afterLargeBody(8 * MB);
+    await wait(2_100);
+    expect(ran).toEqual([false, false]);
+    // A later body, within the least gap: its collection waits for the gap.
+    memory.afterLargeBody(8 * MB);
+    await wait(5_000);
+    expect(ran).toHaveLength(2);
+    await wait(10_000);
+    expect(ran).toHaveLength(4);
+    memory.stop();
+  });
 });

@@ -100,6 +100,9 @@ export class MemoryRelease {
   private idleTimer: NodeJS.Timeout | undefined;
   private ended = 0;
   private endedAtCheck = 0;
+  /** A large body's collection is on its way (waiting for the capture queue or for quiet). */
+  private largePending = false;
+  private stopped = false;
   private last = Number.NEGATIVE_INFINITY;
   private readonly settled: () => Promise<void>;
   private readonly busy: () => boolean;
@@ -124,8 +127,10 @@ export class MemoryRelease {
 
   /** A large body's exchange ended: collect once things are quiet (compacting if worth it). */
   afterLargeBody(bytes: number): void {
-    if (bytes < LARGE_BODY_BYTES) return;
-    if (this.timer) clearTimeout(this.timer);
+    if (bytes < LARGE_BODY_BYTES || this.stopped) return;
+    // One on its way already (a later body's memory goes with it, or with the next one 10 s on).
+    if (this.largePending) return;
+    this.largePending = true;
     const wait = Math.max(this.quietMs, this.last + this.minGapMs - Date.now());
     this.timer = setTimeout(() => {
       this.timer = undefined;
@@ -137,7 +142,10 @@ export class MemoryRelease {
             // Buffers freed by the first collection's finalizers are returned by a second one.
             this.timer = setTimeout(() => {
               this.timer = undefined;
-              this.whenQuiet(() => this.run(false));
+              this.whenQuiet(() => {
+                this.largePending = false;
+                this.run(false, true);
+              });
             }, 2_000);
             this.timer.unref();
           }),
@@ -153,7 +161,7 @@ export class MemoryRelease {
    */
   afterExchange(): void {
     this.ended++;
-    if (!this.idleTimer) this.armIdleCheck();
+    if (!this.idleTimer && !this.stopped) this.armIdleCheck();
   }
 
   private armIdleCheck(): void {
@@ -165,13 +173,15 @@ export class MemoryRelease {
         return;
       }
       // A large body's collection is on its way, or one ran not long ago.
-      if (this.timer || Date.now() - this.last < this.minGapMs) return;
+      if (this.largePending || Date.now() - this.last < this.minGapMs) return;
       if (worthCompacting(this.heap())) this.run(true);
     }, this.idleMs);
     this.idleTimer.unref();
   }
 
-  private run(compact: boolean): void {
+  /** One collection, unless stopped or (but for a large body's second one) one ran within `minGapMs`. */
+  private run(compact: boolean, second = false): void {
+    if (this.stopped || (!second && Date.now() - this.last < this.minGapMs)) return;
     const start = performance.now();
     this.collect(compact);
     this.longestMs = Math.max(this.longestMs, performance.now() - start);
@@ -181,6 +191,7 @@ export class MemoryRelease {
 
   /** Runs `collect` now if no exchange is open, else checks again every `quietMs`. */
   private whenQuiet(collect: () => void): void {
+    if (this.stopped) return;
     if (!this.busy()) {
       collect();
       return;
@@ -193,6 +204,7 @@ export class MemoryRelease {
   }
 
   stop(): void {
+    this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.timer = undefined;
