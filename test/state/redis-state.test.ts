@@ -359,13 +359,20 @@ describe('the Redis state', () => {
     await s.commit(p1, '/v1/messages', 200, afterOf(p1, prefixOf(step)));
     await redis.stop();
     const next = { messages: [u('survive a restart'), a('ok'), u('then')], label: 'down' };
-    const t0 = performance.now();
-    const p2 = await s.prepare('d2', prefixOf(next), headersOf(next), 2000);
-    expect(p2.ok).toBe(false);
-    expect(performance.now() - t0).toBeLessThan(60);
-    expect(s.health().status).toBe('degraded');
-    expect(s.health().lastFailure?.reason).toMatch(/Redis/);
-    await redis.start();
+    try {
+      // The server has exited; the state knows once its connection's close comes in (a moment later on a
+      // busy machine; until then its tracked read cache may still answer, as it should while connected).
+      await until(() => s.health().status === 'degraded');
+      const t0 = performance.now();
+      const p2 = await s.prepare('d2', prefixOf(next), headersOf(next), 2000);
+      expect(p2.ok).toBe(false);
+      expect(performance.now() - t0).toBeLessThan(60);
+      expect(s.health().status).toBe('degraded');
+      expect(s.health().lastFailure?.reason).toMatch(/Redis/);
+    } finally {
+      // Whatever failed above, the tests after this one find Redis running.
+      await redis.start();
+    }
     const deadline = Date.now() + 5000;
     await until(() => s.health().status === 'ok' || Date.now() > deadline);
     const p3 = await s.prepare('d3', prefixOf(next), headersOf(next), 3000);
