@@ -181,7 +181,7 @@ async function generateHashedSession(
       {
         format: 'anthropic-messages',
         totalTokens: tokens,
-        blocks: blocks.slice(),
+        blocks: CLAUDE_CODE ? claudeCodeOrder(blocks, at) : blocks.slice(),
         params: { tools: {}, system: { model: 'claude-opus-5' }, messages: { max_tokens: 4096 } },
       },
       usage,
@@ -192,6 +192,29 @@ async function generateHashedSession(
   }
   await closeWhole(writer, turns);
   return raw;
+}
+
+/**
+ * CACHEWARD_BENCH_SHAPE=claude-code: the generated sessions laid out as Claude Code sends them, the messages
+ * first and the tools and system prompt after them, so every turn moves the tools' and system's bytes (their
+ * blocks are new objects at new offsets; the messages' are the same objects).
+ */
+const CLAUDE_CODE = process.env.CACHEWARD_BENCH_SHAPE === 'claude-code';
+
+/** `blocks` (tools, system, messages in cache order) with the tools and system placed after the messages. */
+function claudeCodeOrder(blocks: readonly CapturedBlock[], end: number): CapturedBlock[] {
+  const firstMessage = blocks.findIndex((b) => b.level === 'messages');
+  const head = firstMessage < 0 ? blocks.length : firstMessage;
+  const headStart = (blocks[0] as CapturedBlock).at;
+  const messagesStart = head < blocks.length ? (blocks[head] as CapturedBlock).at : end;
+  // The messages keep their offsets (moved to where the tools began); the tools and system follow them.
+  const shift = end - messagesStart;
+  const out = new Array<CapturedBlock>(blocks.length);
+  for (let i = 0; i < blocks.length; i++) {
+    const b = blocks[i] as CapturedBlock;
+    out[i] = i < head ? { ...b, at: b.at + shift } : { ...b, at: b.at - (messagesStart - headStart) };
+  }
+  return out;
 }
 
 /** Closes a bench writer, and fails the bench if it dropped any record (the figures would be of fewer). */
