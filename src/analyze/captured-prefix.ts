@@ -314,7 +314,7 @@ export function sharedKeys(a: readonly CapturedBlock[], b: readonly CapturedBloc
   let hi = Math.min(a.length, b.length);
   while (lo < hi) {
     const mid = (lo + hi + 1) >>> 1;
-    if (a[mid - 1] === b[mid - 1] || a[mid - 1]?.hash === b[mid - 1]?.hash) lo = mid;
+    if (a[mid - 1]?.hash === b[mid - 1]?.hash) lo = mid;
     else hi = mid - 1;
   }
   return lo;

@@ -250,13 +250,6 @@ export function keptHeaders(headers: Headers): Record<string, string> {
   return out;
 }
 
-/** Two captured blocks that are the same on disk. */
-export function sameBlock(a: CapturedBlock, b: CapturedBlock): boolean {
-  // The records of a conversation share their leading blocks as the same objects (capturedBlocksSteps).
-  if (a === b) return true;
-  return a.at === b.at && sameBlockMoved(a, b);
-}
-
 /**
  * Two captured blocks that are the same but for where they are in the body (`at`). Every other field is
  * compared: the cumulative key does not cover them all (a billing line, left out of every key, still counts

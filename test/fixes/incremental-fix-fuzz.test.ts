@@ -86,13 +86,7 @@ function fuzzFixSession(seed: number, steps: number, parallel: number, seen: Set
     const { bytes, edit: wire } = serialize(r, c);
     trail.push(`${c.id}:${edit}/${wire}`);
     seen.add(edit);
-    const ctx = {
-      provider: 'anthropic' as const,
-      route: '/v1/messages',
-      now: s * 1000,
-      conversation: `c${c.id}`,
-      relation: 'continues' as const,
-    };
+    const ctx = fixContext(s * 1000, c.id);
     const run = (which: 'warm' | 'cold') =>
       outcome(() => {
         const builder = () => (which === 'warm' ? warm : new PrefixBuilder());
@@ -126,6 +120,15 @@ function fuzzFixSession(seed: number, steps: number, parallel: number, seen: Set
     if (w.notes?.length) seen.add('noted');
   }
 }
+
+/** The fix context of conversation `id`'s request at `now`: an Anthropic turn that continues it. */
+const fixContext = (now: number, id: number) => ({
+  provider: 'anthropic' as const,
+  route: '/v1/messages',
+  now,
+  conversation: `c${id}`,
+  relation: 'continues' as const,
+});
 
 describe('the fix path on a warm builder forwards what a cold one forwards (random sessions)', () => {
   it('for single and interleaved Anthropic sessions with tool changes and reshaped reminders', () => {
@@ -172,13 +175,7 @@ describe('fix stages run in steps, interleaved on one warm builder (as the proxy
           const edit = round === 0 ? 'first' : r() < 0.3 ? reshape(r, c) : editConversation(r, c);
           const { bytes, edit: wire } = serialize(r, c);
           const input = store.get(`c${c.id}`);
-          const ctx = {
-            provider: 'anthropic' as const,
-            route: '/v1/messages',
-            now: round * 1000,
-            conversation: `c${c.id}`,
-            relation: 'continues' as const,
-          };
+          const ctx = fixContext(round * 1000, c.id);
           const stage = (builder: PrefixBuilder) =>
             function* () {
               const prefix = yield* builder.parseSteps(bytes, { format });
