@@ -16,7 +16,7 @@ import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
 import { drainSteps } from '../wire/json-scan.js';
 import { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
-import { CapturedPrefixReuse, prefixFromCaptureSteps } from './captured-prefix.js';
+import { type CapturedChain, CapturedPrefixReuse, prefixFromCaptureSteps } from './captured-prefix.js';
 import {
   type BustCause,
   type CauseDecision,
@@ -195,6 +195,8 @@ interface Seen {
   line: BlockLine;
   shared: number;
   tail: PrefixBlock[];
+  /** The prefix reuse's chain its build kept: let go when it is forgotten (see CapturedPrefixReuse.release). */
+  chain: CapturedChain | undefined;
   /** Its divergence from its own parent (to re-name its cause if its relation changes later). */
   divergence: Divergence | null;
   row: AnalyzedRequest;
@@ -370,6 +372,7 @@ export class Analyzer {
     const captured = this.withTtl(r.prefix);
     const model = r.model === undefined ? undefined : this.reuse.intern(r.model);
     const prefix = yield* prefixFromCaptureSteps(captured, model, r.betas, this.reuse);
+    const chain = this.reuse.chainOf(captured.blocks, prefix);
     // Provider tokens per estimated token, over what the model saw (thinking an older model stripped is
     // not input: scaled against the prefix as sent, every figure would shrink by it).
     const scaleOver = (seen: Prefix) =>
@@ -507,12 +510,14 @@ export class Analyzer {
           line: { blocks: prefix.blocks, latest: undefined, members: 0, needed: 0 },
           shared: prefix.blocks.length,
           tail: NO_BLOCKS,
+          chain,
           divergence,
           row,
         },
         parent,
       );
-    }
+      // A record that is no turn is nobody's parent: its chain goes with it.
+    } else if (chain) this.reuse.release(chain);
     return row;
   }
 
@@ -557,6 +562,7 @@ export class Analyzer {
 
   /** A request leaves the recent ones: its tail, and its line's array once nobody is on it, go. */
   private leave(seen: Seen): void {
+    if (seen.chain) this.reuse.release(seen.chain);
     const line = seen.line;
     this.recentBlocks -= seen.tail.length;
     if (line.latest === seen) line.latest = undefined;

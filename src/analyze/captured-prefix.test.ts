@@ -117,4 +117,31 @@ describe('CapturedPrefixReuse', () => {
       previousBlocks = reused.blocks;
     }
   });
+
+  it('holds a chain while its record is remembered: let go, the next record builds its blocks again', () => {
+    const reuse = new CapturedPrefixReuse();
+    const first = request(['a']);
+    const p1 = prefixFromCapture(first, 'claude-opus-5', [], reuse);
+    const chain1 = reuse.chainOf(first.blocks, p1);
+    expect(chain1?.blocks).toBe(p1.blocks);
+    const second = onBase(first, request(['a', 'b', 'c']), first.blocks.length - 1);
+    const p2 = prefixFromCapture(second, 'claude-opus-5', [], reuse);
+    const chain2 = reuse.chainOf(second.blocks, p2);
+    // Taken over: the first record's chain is no one's, and holds none of its arrays.
+    expect(reuse.chainOf(first.blocks, p1)).toBeUndefined();
+    expect(chain1?.captured.length).toBe(0);
+    expect(chain1?.blocks.length).toBe(0);
+    // Letting go of a chain taken over does nothing: the next turn still takes the second's blocks over.
+    reuse.release(chain1 as NonNullable<typeof chain1>);
+    const third = onBase(second, request(['a', 'b', 'c', 'd', 'e']), second.blocks.length - 1);
+    const p3 = prefixFromCapture(third, 'claude-opus-5', [], reuse);
+    // (A message's block: tools and system blocks are shared across conversations by what they are made of.)
+    const m = p3.blocks.findIndex((b) => b.level === 'messages');
+    expect(p3.blocks[m]).toBe(p2.blocks[m]);
+    // Let go, the chain is gone: the same record built again shares no block object, and is equal.
+    reuse.release(reuse.chainOf(third.blocks, p3) as NonNullable<typeof chain2>);
+    const again = prefixFromCapture(third, 'claude-opus-5', [], reuse);
+    expect(again.blocks[m]).not.toBe(p3.blocks[m]);
+    expect(again.blocks).toEqual(p3.blocks);
+  });
 });
