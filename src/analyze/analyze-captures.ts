@@ -16,6 +16,15 @@ import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
 import { drainSteps } from '../wire/json-scan.js';
 import { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
+import {
+  canTakeOver,
+  type LineMember,
+  lineOf,
+  memberBlocks,
+  type SharedRange,
+  sharedRange,
+  takeOver,
+} from './block-line.js';
 import { type CapturedChain, CapturedPrefixReuse, prefixFromCaptureSteps } from './captured-prefix.js';
 import {
   type BustCause,
@@ -174,7 +183,7 @@ export interface AnalyzerBounds {
 }
 
 /** What the analyzer keeps of a recent request, for the requests that come after it. Bounded. */
-interface Seen {
+interface Seen extends LineMember<PrefixBlock> {
   id: string;
   session: string;
   conversation: string;
@@ -185,16 +194,14 @@ interface Seen {
   cachedEst: number;
   /**
    * Its prefix. While it is its line's latest, `prefix.blocks` is its own array and `line.blocks`; once a
-   * later request's blocks begin with most of them (the next turn: all but the block whose cache marker
-   * moved), that request's array stands in: this request's blocks are then its first `shared` followed by
-   * `tail`, and its own array goes (`prefix.blocks` is emptied). A conversation's recent requests so hold
-   * one array between them, not one each (~2 KB per request at 200 turns, 160 KB at 10,000, each kept
-   * until 4,096 requests later).
+   * later request's blocks share most of them (the next turn: all but the block whose cache marker moved,
+   * and on Claude Code's layout the tools and system, which moved), that request's array stands in: this
+   * request's blocks are then its `head`, the line's up to `to`, and its `tail` (block-line), and its own
+   * array goes (`prefix.blocks` is emptied). A conversation's recent requests so hold one array between
+   * them, not one each (~2 KB per request at 200 turns, 160 KB at 10,000, each kept until 4,096 requests
+   * later).
    */
   prefix: Prefix;
-  line: BlockLine;
-  shared: number;
-  tail: PrefixBlock[];
   /** The prefix reuse's chain its build kept: let go when it is forgotten (see CapturedPrefixReuse.release). */
   chain: CapturedChain | undefined;
   /** Its divergence from its own parent (to re-name its cause if its relation changes later). */
@@ -202,46 +209,36 @@ interface Seen {
   row: AnalyzedRequest;
 }
 
-/** The blocks of a line of recent requests, each request's begin with them (see {@link Seen.prefix}). */
-interface BlockLine {
-  blocks: PrefixBlock[];
-  /** The request whose own array `blocks` is, while it is recent. */
-  latest: Seen | undefined;
-  /** Recent requests on the line. */
-  members: number;
-  /** The most leading blocks any earlier member takes from `blocks`: a new array must keep that many. */
-  needed: number;
-}
-
 const NO_BLOCKS: PrefixBlock[] = [];
+const NOT_SHARED: SharedRange = { from: 0, to: 0 };
 
 /**
- * How many leading blocks `a` and `b` share as the very same objects, looked for only near the end of the
- * shorter (a next turn differs from its parent in the last block or two, if at all). A messages block is
- * made for one record and only ever copied into a later record's array with every block before it
- * (captured-prefix), so the same object at one place means the same objects before it; tools and system
- * blocks are shared across conversations, so a match among them is checked whole (a few blocks).
+ * The range `a` and `b` share as the very same objects, looked for only near the end of the shorter (a
+ * next turn differs from its parent in the last block or two, if at all). A messages block is made for one
+ * record and only ever copied into a later record's array with every block before it that is its base's
+ * object (captured-prefix), so where the first blocks are the same objects too, the same object at one place
+ * means the same objects before it; tools and system blocks are shared across conversations, so a match
+ * among them is checked whole (a few blocks). Where the first blocks differ (Claude Code's tools and system,
+ * which moved in the body), the range is counted one by one.
  */
-function sharedBlocks(a: readonly PrefixBlock[], b: readonly PrefixBlock[]): number {
+function sharedBlocks(a: readonly PrefixBlock[], b: readonly PrefixBlock[]): SharedRange {
   const k = Math.min(a.length, b.length);
   for (let i = k - 1; i >= 0 && i >= k - 16; i--) {
     const x = a[i] as PrefixBlock;
     if (x !== b[i]) continue;
-    if (x.level !== 'messages') for (let j = 0; j < i; j++) if (a[j] !== b[j]) return 0;
-    return i + 1;
+    if (a[0] !== b[0]) return sharedRange(a, b);
+    if (x.level !== 'messages') for (let j = 0; j < i; j++) if (a[j] !== b[j]) return NOT_SHARED;
+    return { from: 0, to: i + 1 };
   }
-  return 0;
+  return NOT_SHARED;
 }
 
 /** A recent request's prefix, whole (its blocks put together again when a later request's array holds them). */
 function prefixOf(seen: Seen): Prefix {
   const line = seen.line.blocks;
   if (seen.prefix.blocks === line) return seen.prefix;
-  const blocks =
-    seen.tail.length === 0 && seen.shared === line.length
-      ? line
-      : [...line.slice(0, seen.shared), ...seen.tail];
-  return { ...seen.prefix, blocks };
+  const whole = seen.head.length === 0 && seen.tail.length === 0 && seen.to === line.length;
+  return { ...seen.prefix, blocks: whole ? line : memberBlocks(seen) };
 }
 
 const RECENT = 4_096;
@@ -507,8 +504,9 @@ export class Analyzer {
           firstByte,
           cachedEst: Math.max(reported, inferred),
           prefix,
-          line: { blocks: prefix.blocks, latest: undefined, members: 0, needed: 0 },
-          shared: prefix.blocks.length,
+          line: lineOf(prefix.blocks),
+          head: NO_BLOCKS,
+          to: prefix.blocks.length,
           tail: NO_BLOCKS,
           chain,
           divergence,
@@ -534,19 +532,16 @@ export class Analyzer {
     }
     const line = parent && this.recent.get(parent.id) === parent ? parent.line : undefined;
     const blocks = seen.prefix.blocks;
-    const n = line ? sharedBlocks(blocks, line.blocks) : 0;
-    if (line && n > 0 && n >= line.needed) {
-      const latest = line.latest;
-      if (latest) {
-        // It keeps what the new array shares with it, and its own last blocks.
-        latest.shared = n;
-        latest.tail = n < line.blocks.length ? line.blocks.slice(n) : NO_BLOCKS;
-        latest.prefix.blocks = NO_BLOCKS;
-        this.recentBlocks += latest.tail.length;
-        line.needed = n;
+    const range = line ? sharedBlocks(line.blocks, blocks) : NOT_SHARED;
+    if (line && canTakeOver(line, range)) {
+      const before = line.blocks.length;
+      // The former latest keeps what the new array shares with it, and its own first and last blocks.
+      const { member, head, tail } = takeOver(line, blocks, range);
+      if (member) {
+        (member as Seen).prefix.blocks = NO_BLOCKS;
+        this.recentBlocks += head.length + tail.length;
       }
-      this.recentBlocks += blocks.length - line.blocks.length;
-      line.blocks = blocks;
+      this.recentBlocks += blocks.length - before;
       seen.line = line;
     } else this.recentBlocks += blocks.length;
     seen.line.latest = seen;
@@ -564,7 +559,7 @@ export class Analyzer {
   private leave(seen: Seen): void {
     if (seen.chain) this.reuse.release(seen.chain);
     const line = seen.line;
-    this.recentBlocks -= seen.tail.length;
+    this.recentBlocks -= seen.head.length + seen.tail.length;
     if (line.latest === seen) line.latest = undefined;
     if (--line.members === 0) this.recentBlocks -= line.blocks.length;
   }

@@ -60,19 +60,32 @@ describe('WaitingBlocks', () => {
     }
   });
 
-  it("gives a Claude Code record its own moved blocks back (new objects first, its base's after them)", () => {
+  it("shares a Claude Code session's array past its moved blocks, and gives each its own back", () => {
     const waiting = new WaitingBlocks();
     // As the reader makes them: the moved tools get objects of their own, the messages are the base's.
-    const tools = [block('t0'), block('t1')];
+    const tools = [block('t0'), block('t1')].map(
+      (b): CapturedBlock => ({ ...b, level: 'tools', kind: 'tool' }),
+    );
     const messages = Array.from({ length: 8 }, (_, i) => block(`m${i}`));
     const first = [...tools, ...messages];
     const second = [...tools.map((b) => ({ ...b, at: b.at + 40 })), ...messages, block('m8')];
     const r1 = record('r1', 'S', first);
     const r2 = record('r2', 'S', second);
+    const third = [...tools.map((b) => ({ ...b, at: b.at + 80 })), ...messages, block('m8'), block('m9')];
+    const r3 = record('r3', 'S', third);
     const w1 = waiting.arrive(r1);
-    waiting.arrive(r2);
-    const back = waiting.leave(w1).prefix?.blocks ?? [];
-    expect(back.length).toBe(first.length);
-    for (let k = 0; k < first.length; k++) expect(back[k]).toBe(first[k]);
+    const w2 = waiting.arrive(r2);
+    waiting.arrive(r3);
+    // While they wait, the earlier two hold no array of their own: only their moved tools.
+    expect(r1.prefix?.blocks.length).toBe(0);
+    expect(r2.prefix?.blocks.length).toBe(0);
+    for (const [w, want] of [
+      [w2, second],
+      [w1, first],
+    ] as const) {
+      const back = waiting.leave(w).prefix?.blocks ?? [];
+      expect(back.length).toBe(want.length);
+      for (let k = 0; k < want.length; k++) expect(back[k]).toBe(want[k]);
+    }
   });
 });
