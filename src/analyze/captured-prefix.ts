@@ -244,7 +244,10 @@ export function* prefixFromCaptureSteps(
       blocks[i] = before[i] as PrefixBlock;
       continue;
     }
-    const shareable = b.level !== 'messages' && reuse !== undefined;
+    // A twin here moved in the body (Claude Code's tools and system, after its messages): its offset is
+    // the record's own, so no other record has its block to share (and a lookup per moved block per record
+    // filled the shared blocks with keys never asked for again: 2.9 s of LRU upkeep over 100,000 requests).
+    const shareable = b.level !== 'messages' && reuse !== undefined && !twin;
     const key = shareable ? sharedKey(b, i, cumulative) : '';
     const known = shareable ? reuse.shared(key) : undefined;
     if (known) blocks[i] = known;
