@@ -70,6 +70,26 @@ async function afterResponseSlices(url: string): Promise<string> {
   return `${ms('cacheward_after_response_slice_max_seconds')} (process CPU in it ${ms('cacheward_after_response_slice_max_cpu_seconds')}; longest step ${ms('cacheward_after_response_step_max_seconds')})`;
 }
 
+/** The proxy's cumulative histogram of after-response slice lengths: upper bound (ms) to count, and the total. */
+async function sliceHistogram(url: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${url}/_cacheward/metrics`)).text();
+  const out = new Map<string, number>();
+  for (const m of text.matchAll(/^cacheward_after_response_slice_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm))
+    out.set(m[1] as string, Number(m[2]));
+  return out;
+}
+
+/**
+ * How many slices of one stretch of traffic went past 5 and 20 ms (the histogram read before and after it):
+ * the longest slice above is since the start, the first cold requests of the warm-up included.
+ */
+function phaseSlices(before: Map<string, number>, after: Map<string, number>): string {
+  const d = (le: string) => (after.get(le) ?? 0) - (before.get(le) ?? 0);
+  const all = d('+Inf');
+  if (!after.size) return 'n/a';
+  return `${all} slices, ${all - d('0.005')} over 5 ms, ${all - d('0.02')} over 20 ms`;
+}
+
 async function main() {
   console.log(machineLine('proxy'));
   const sim = await startCli(['sim', '--port', '0']);
@@ -177,6 +197,8 @@ async function main() {
         // 32 clients, each on its own 50 KB body; direct, bare and cacheward in rotated phases.
         await readLoopProbe(proxy.child, probeFile);
         if (baseProxy) await readLoopProbe(baseProxy.child, `${probeFile}.base`);
+        const slicesBefore = await sliceHistogram(proxy.url);
+        const baseSlicesBefore = baseProxy ? await sliceHistogram(baseProxy.url) : undefined;
         const targets: Array<[string, Pool]> = [
           ['direct', direct],
           ['bare hop', barePool],
@@ -202,6 +224,11 @@ async function main() {
         const underLoad = await readLoopProbe(proxy.child, probeFile);
         loopMax = Math.max(loopMax, underLoad.max);
         const slices = await afterResponseSlices(proxy.url);
+        const phase = phaseSlices(slicesBefore, await sliceHistogram(proxy.url));
+        const basePhase =
+          baseProxy && baseSlicesBefore
+            ? phaseSlices(baseSlicesBefore, await sliceHistogram(baseProxy.url))
+            : undefined;
         const baseLoad = baseProxy ? await readLoopProbe(baseProxy.child, `${probeFile}.base`) : undefined;
         console.log(
           '\n32 concurrent clients, each on its own 50 KB agent body, streaming (rotated phases, ms):',
@@ -217,11 +244,11 @@ async function main() {
         const dp99 = q(lat.get('direct') ?? [], 0.99);
         const cp99 = q(lat.get('cacheward (hashes)') ?? [], 0.99);
         console.log(
-          `cacheward p99 ${f2(cp99)} against direct p99 + the bare hop's 50 KB p50 = ${f2(dp99 + bareSmallP50)}; the proxy's event loop under this load: max delay ${f2(underLoad.max)} ms, p99 ${f2(underLoad.p99)} ms; longest after-response slice ${slices}`,
+          `cacheward p99 ${f2(cp99)} against direct p99 + the bare hop's 50 KB p50 = ${f2(dp99 + bareSmallP50)}; the proxy's event loop under this load: max delay ${f2(underLoad.max)} ms, p99 ${f2(underLoad.p99)} ms; longest after-response slice ${slices}; after-response slices in this phase: ${phase}`,
         );
         if (baseLoad)
           console.log(
-            `base build p99 ${f2(q(lat.get('cacheward base build (hashes)') ?? [], 0.99))}; its event loop under this load: max delay ${f2(baseLoad.max)} ms, p99 ${f2(baseLoad.p99)} ms`,
+            `base build p99 ${f2(q(lat.get('cacheward base build (hashes)') ?? [], 0.99))}; its event loop under this load: max delay ${f2(baseLoad.max)} ms, p99 ${f2(baseLoad.p99)} ms; after-response slices in this phase: ${basePhase ?? 'n/a'}`,
           );
       }
       await proxied.close();

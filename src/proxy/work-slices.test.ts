@@ -47,6 +47,26 @@ describe('WorkSlices', () => {
     expect(slices.metricsText()).toContain('cacheward_after_response_slice_max_cpu_seconds 0.001000');
   });
 
+  it('counts slices by length in a cumulative histogram, so a stretch of traffic can be told from the start', async () => {
+    let clock = 0;
+    const slices = new WorkSlices(4, 1000, () => clock);
+    for (const ms of [0.5, 3, 30, 5]) {
+      await slices.run(() => {
+        clock += ms;
+      });
+    }
+    const text = slices.metricsText();
+    expect(text).toContain('cacheward_after_response_slice_seconds_bucket{le="0.001"} 1');
+    expect(text).toContain('cacheward_after_response_slice_seconds_bucket{le="0.002"} 1');
+    // 5 ms is within the 5 ms bucket (le: at most).
+    expect(text).toContain('cacheward_after_response_slice_seconds_bucket{le="0.005"} 3');
+    expect(text).toContain('cacheward_after_response_slice_seconds_bucket{le="0.02"} 3');
+    expect(text).toContain('cacheward_after_response_slice_seconds_bucket{le="0.05"} 4');
+    expect(text).toContain('cacheward_after_response_slice_seconds_bucket{le="+Inf"} 4');
+    expect(text).toContain('cacheward_after_response_slice_seconds_count 4');
+    expect(text).toContain('cacheward_after_response_slice_seconds_sum 0.038500');
+  });
+
   it("keeps one step's failure to its own promise", async () => {
     const slices = new WorkSlices();
     const bad = slices.run(() => {

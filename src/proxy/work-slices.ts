@@ -2,6 +2,9 @@
 // budget (~4 ms), then the rest waits for the next turn of the event loop, so other clients' streams move.
 // It never runs a step on the request path and never lets one step's failure reach another.
 
+/** The upper bounds (ms) of the slice-length histogram: the 5 ms a slice should stay under among them. */
+export const SLICE_BUCKETS_MS: readonly number[] = [1, 2, 5, 10, 20, 50, 100];
+
 /**
  * A queue of synchronous steps run in slices of about `budgetMs` (a step is never cut in two); the time is
  * read here, in the shell, never by the steps.
@@ -16,6 +19,13 @@ export class WorkSlices {
    * process was not running (another program had the core), not working.
    */
   readonly stats = { slices: 0, longestMs: 0, longestStepMs: 0, longestCpuMs: 0 };
+  /**
+   * How many slices took at most each of {@link SLICE_BUCKETS_MS} (cumulative, Prometheus style): a reader
+   * that takes them before and after a stretch of traffic knows how many slices of that stretch alone went
+   * past 5 ms (the longest above is since the start, the first cold requests included).
+   */
+  private readonly buckets = SLICE_BUCKETS_MS.map(() => 0);
+  private totalMs = 0;
 
   constructor(
     private readonly budgetMs = 4,
@@ -105,6 +115,14 @@ export class WorkSlices {
       '# HELP cacheward_after_response_slice_max_cpu_seconds Process CPU time used during that longest slice (far less: the process was preempted).',
       '# TYPE cacheward_after_response_slice_max_cpu_seconds gauge',
       `cacheward_after_response_slice_max_cpu_seconds ${(this.stats.longestCpuMs / 1000).toFixed(6)}`,
+      '# HELP cacheward_after_response_slice_seconds Slices of after-response work by how long each held the event loop.',
+      '# TYPE cacheward_after_response_slice_seconds histogram',
+      ...SLICE_BUCKETS_MS.map(
+        (le, i) => `cacheward_after_response_slice_seconds_bucket{le="${le / 1000}"} ${this.buckets[i]}`,
+      ),
+      `cacheward_after_response_slice_seconds_bucket{le="+Inf"} ${this.stats.slices}`,
+      `cacheward_after_response_slice_seconds_sum ${(this.totalMs / 1000).toFixed(6)}`,
+      `cacheward_after_response_slice_seconds_count ${this.stats.slices}`,
       '# HELP cacheward_after_response_step_max_seconds Longest single step (a parse, a record, an analysis).',
       '# TYPE cacheward_after_response_step_max_seconds gauge',
       `cacheward_after_response_step_max_seconds ${(this.stats.longestStepMs / 1000).toFixed(6)}`,
@@ -136,6 +154,10 @@ export class WorkSlices {
       if (t - s > this.stats.longestStepMs) this.stats.longestStepMs = t - s;
     }
     this.stats.slices++;
+    const ms = t - t0;
+    this.totalMs += ms;
+    for (let i = SLICE_BUCKETS_MS.length - 1; i >= 0 && ms <= (SLICE_BUCKETS_MS[i] as number); i--)
+      (this.buckets[i] as number)++;
     if (t - t0 > this.stats.longestMs) {
       this.stats.longestMs = t - t0;
       this.stats.longestCpuMs = this.cpuMs ? this.cpuMs() - c0 : 0;
