@@ -62,6 +62,7 @@ describe('LruMap', () => {
             lru.prune(o.now);
           }
           expect([...lru.entries()]).toEqual(order.map((k) => [k, values.get(k)]));
+          expect(lru.first()).toEqual(order.length ? [order[0], values.get(order[0] as string)] : undefined);
         }
       }),
       { numRuns: 500 },

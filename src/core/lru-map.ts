@@ -67,6 +67,12 @@ export class LruMap<V> {
     }
   }
 
+  /** The oldest key and its value, without reordering. */
+  first(): [string, V] | undefined {
+    const e = this.oldest;
+    return e ? [e.key, e.value] : undefined;
+  }
+
   /** The value at `k` without making it the youngest. */
   peek(k: string): V | undefined {
     return this.map.get(k)?.value;

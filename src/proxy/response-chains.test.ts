@@ -68,6 +68,10 @@ describe('ResponseChains (the proxy keeps identities of chained context, never t
     for (let i = 0; i < 10; i++)
       chains.remember(parse({ model: 'm', input: `q${i}` }), `resp_${i}`, out('a'), 1);
     expect(chains.sizes().responses).toBe(3);
+    // What the cap pushed out no longer counts: the blocks of the three held, each as one alone holds.
+    const one = new ResponseChains();
+    one.remember(parse({ model: 'm', input: 'q0' }), 'resp_0', out('a'), 1);
+    expect(chains.sizes().blocks).toBe(3 * one.sizes().blocks);
     const big = new ResponseChains({ maxBlocks: 50 });
     let prev = parse({ model: 'm', input: 'start' });
     big.remember(prev, 'resp_0', out('a'), 1);

@@ -57,7 +57,11 @@ export class ResponseChains {
   private readonly made = new WeakMap<Prefix, WholeRequest>();
 
   constructor(options: ResponseChainsOptions = {}) {
-    this.responses = new LruMap(options.maxResponses ?? 10_000);
+    // What the cap pushes out no longer counts (a recount of every response held, on each response once
+    // the cap was reached, cost O(responses) an exchange).
+    this.responses = new LruMap(options.maxResponses ?? 10_000, (_, r) => {
+      this.blocks -= r.context.length;
+    });
     this.maxBlocks = options.maxBlocks ?? 2_000_000;
   }
 
@@ -121,14 +125,11 @@ export class ResponseChains {
 
   /** Drops the oldest responses while more blocks are held than allowed (the newest always stays). */
   private trim(newest: string): void {
-    if (this.blocks <= this.maxBlocks && this.responses.size < this.responses.max) return;
-    let held = 0;
-    for (const [, r] of this.responses.entries()) held += r.context.length;
-    this.blocks = held;
-    for (const [id, r] of [...this.responses.entries()]) {
-      if (this.blocks <= this.maxBlocks || id === newest) break;
-      this.responses.delete(id);
-      this.blocks -= r.context.length;
+    while (this.blocks > this.maxBlocks) {
+      const oldest = this.responses.first();
+      if (!oldest || oldest[0] === newest) break;
+      this.responses.delete(oldest[0]);
+      this.blocks -= oldest[1].context.length;
     }
   }
 
