@@ -3,6 +3,13 @@
 
 export class ExpiringRecords<T> {
   private readonly records = new Map<string, { value: T; expiresAt: number }>();
+  /**
+   * Walks the keys oldest first as they are dropped, and stays where it is between drops: a Map iterator
+   * goes on past entries deleted or added since, so it always stands at the oldest left. A new iterator
+   * for each drop walked over every deleted slot before it again (until V8 rebuilt the table): at 100,000
+   * records, tens of µs a record.
+   */
+  private oldest: Iterator<string> | undefined;
 
   constructor(
     private readonly retentionMs: number,
@@ -12,8 +19,9 @@ export class ExpiringRecords<T> {
   set(id: string, value: T, now: number): void {
     this.records.set(id, { value, expiresAt: now + this.retentionMs });
     if (this.records.size > this.max) {
-      const oldest = this.records.keys().next().value;
-      if (oldest !== undefined) this.records.delete(oldest);
+      this.oldest ??= this.records.keys();
+      const oldest = this.oldest.next();
+      if (!oldest.done) this.records.delete(oldest.value);
     }
   }
 
@@ -25,5 +33,6 @@ export class ExpiringRecords<T> {
 
   clear(): void {
     this.records.clear();
+    this.oldest = undefined;
   }
 }
