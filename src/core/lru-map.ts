@@ -1,27 +1,30 @@
 // A map bounded by entry count and, optionally, by age: reads and writes make a key the youngest; past the
 // cap the oldest go, and `prune(now)` drops entries whose expiry has passed. Pure: time is a parameter.
 
-/** One entry, linked from the oldest to the youngest. */
-interface Entry<V> {
-  readonly key: string;
-  value: V;
-  /** Expiry (ms since the epoch), for entries set with one. */
-  expiresAt: number | undefined;
-  older: Entry<V> | undefined;
-  newer: Entry<V> | undefined;
-}
+const NONE = -1;
 
 /**
- * The order lives in the entries' own links, not in the Map's insertion order: making a key the youngest
- * relinks two entries and writes nothing to the Map. A move through the Map (a delete and an insert) left a
- * hole each time, and the Map copied its whole table once enough piled up: a 40,000-entry table, several
- * ms in one read; the oldest, found as the Map's first key, had every hole before it walked over again
- * (~35 µs an eviction at 40,000 entries).
+ * The order lives in links between slots (two Int32Arrays), not in the Map's insertion order: making a key
+ * the youngest relinks two slots and writes nothing to the Map. A move through the Map (a delete and an
+ * insert) left a hole each time, and V8 copied the whole table once enough piled up (a 40,000-entry table:
+ * several ms in one read); the oldest, found as the Map's first key, had every hole before it walked over
+ * again (~35 µs an eviction at 40,000 entries). Slots keep keys, values and expiries in flat arrays, so an
+ * entry costs about what a Map entry and an expiry entry did (no object per entry).
  */
 export class LruMap<V> {
-  private readonly map = new Map<string, Entry<V>>();
-  private oldest: Entry<V> | undefined;
-  private youngest: Entry<V> | undefined;
+  /** Key to slot. */
+  private readonly index = new Map<string, number>();
+  private readonly keys: Array<string | undefined> = [];
+  private readonly vals: Array<V | undefined> = [];
+  private older: Int32Array = new Int32Array(8);
+  private newer: Int32Array = new Int32Array(8);
+  /** Expiry (ms since the epoch) per slot, NaN for none; made when the first entry with one is set. */
+  private expiry: Float64Array | undefined;
+  /** Slots never used yet start here; freed ones are chained through `newer` from `freed`. */
+  private used = 0;
+  private freed = NONE;
+  private oldest = NONE;
+  private youngest = NONE;
   /** No entry expires before this (a lower bound): {@link prune} before it has nothing to look at. */
   private earliest = Number.POSITIVE_INFINITY;
   /**
@@ -34,55 +37,70 @@ export class LruMap<V> {
   ) {}
 
   get size(): number {
-    return this.map.size;
+    return this.index.size;
   }
 
   get(k: string): V | undefined {
-    const e = this.map.get(k);
-    if (e === undefined) return undefined;
-    if (e.value !== undefined) this.touch(e);
-    return e.value;
+    const s = this.index.get(k);
+    if (s === undefined) return undefined;
+    const v = this.vals[s];
+    if (v !== undefined) this.touch(s);
+    return v;
   }
 
   /** Sets `k`, the youngest now; with `expiresAt`, {@link prune} drops it once that time has passed. */
   set(k: string, v: V, expiresAt?: number): void {
-    let e = this.map.get(k);
-    if (e) {
-      e.value = v;
-      this.touch(e);
+    let s = this.index.get(k);
+    if (s !== undefined) {
+      this.vals[s] = v;
+      this.touch(s);
     } else {
-      e = { key: k, value: v, expiresAt: undefined, older: this.youngest, newer: undefined };
-      if (this.youngest) this.youngest.newer = e;
-      else this.oldest = e;
-      this.youngest = e;
-      this.map.set(k, e);
+      s = this.slot();
+      this.keys[s] = k;
+      this.vals[s] = v;
+      this.older[s] = this.youngest;
+      this.newer[s] = NONE;
+      if (this.youngest !== NONE) this.newer[this.youngest] = s;
+      else this.oldest = s;
+      this.youngest = s;
+      this.index.set(k, s);
     }
-    e.expiresAt = expiresAt;
-    if (expiresAt !== undefined && expiresAt < this.earliest) this.earliest = expiresAt;
-    while (this.map.size > this.max) {
-      const oldest = this.oldest;
-      if (oldest === undefined) break;
-      this.delete(oldest.key);
-      this.onEvict?.(oldest.key, oldest.value);
+    if (expiresAt !== undefined) {
+      this.expiry ??= new Float64Array(this.older.length).fill(Number.NaN);
+      this.expiry[s] = expiresAt;
+      if (expiresAt < this.earliest) this.earliest = expiresAt;
+    } else if (this.expiry) this.expiry[s] = Number.NaN;
+    while (this.index.size > this.max && this.oldest !== NONE) {
+      const o = this.oldest;
+      const key = this.keys[o] as string;
+      const value = this.vals[o] as V;
+      this.delete(key);
+      this.onEvict?.(key, value);
     }
   }
 
   /** The oldest key and its value, without reordering. */
   first(): [string, V] | undefined {
-    const e = this.oldest;
-    return e ? [e.key, e.value] : undefined;
+    const o = this.oldest;
+    return o === NONE ? undefined : [this.keys[o] as string, this.vals[o] as V];
   }
 
   /** The value at `k` without making it the youngest. */
   peek(k: string): V | undefined {
-    return this.map.get(k)?.value;
+    const s = this.index.get(k);
+    return s === undefined ? undefined : this.vals[s];
   }
 
   delete(k: string): void {
-    const e = this.map.get(k);
-    if (e === undefined) return;
-    this.map.delete(k);
-    this.unlink(e);
+    const s = this.index.get(k);
+    if (s === undefined) return;
+    this.index.delete(k);
+    this.unlink(s);
+    // The slot lets go of what it held and waits for the next new key.
+    this.keys[s] = undefined;
+    this.vals[s] = undefined;
+    this.newer[s] = this.freed;
+    this.freed = s;
   }
 
   /**
@@ -92,16 +110,17 @@ export class LruMap<V> {
   prune(now: number, patience = 32): number {
     // Nothing can have expired yet: no walk (on a busy proxy, that is almost every call).
     if (now < this.earliest) return 0;
+    const expiry = this.expiry;
     let dropped = 0;
     let live = 0;
     let whole = true;
     let next = Number.POSITIVE_INFINITY;
-    const gone: Array<Entry<V>> = [];
-    for (let e = this.oldest; e !== undefined; e = e.newer) {
-      const exp = e.expiresAt;
-      if (exp !== undefined && exp <= now) gone.push(e);
+    const gone: string[] = [];
+    for (let s = this.oldest; s !== NONE; s = this.newer[s] as number) {
+      const exp = expiry ? (expiry[s] as number) : Number.NaN;
+      if (exp <= now) gone.push(this.keys[s] as string);
       else {
-        if (exp !== undefined && exp < next) next = exp;
+        if (exp < next) next = exp;
         if (++live > patience) {
           whole = false;
           break;
@@ -110,11 +129,13 @@ export class LruMap<V> {
     }
     // Having seen every entry, the bound is exact again; otherwise it stays (a bound still).
     if (whole) this.earliest = next;
-    for (const e of gone) {
+    for (const k of gone) {
       // An earlier eviction's listener may have deleted it meanwhile.
-      if (this.map.get(e.key) !== e) continue;
-      this.delete(e.key);
-      this.onEvict?.(e.key, e.value);
+      const s = this.index.get(k);
+      if (s === undefined) continue;
+      const v = this.vals[s] as V;
+      this.delete(k);
+      this.onEvict?.(k, v);
       dropped++;
     }
     return dropped;
@@ -123,32 +144,63 @@ export class LruMap<V> {
   /** Values, oldest first, without reordering (as they were when called: changes after do not show). */
   values(): IterableIterator<V> {
     const out: V[] = [];
-    for (let e = this.oldest; e !== undefined; e = e.newer) out.push(e.value);
+    for (let s = this.oldest; s !== NONE; s = this.newer[s] as number) out.push(this.vals[s] as V);
     return out[Symbol.iterator]();
   }
 
   /** Keys and values, oldest first, without reordering (as they were when called). */
   entries(): IterableIterator<[string, V]> {
     const out: Array<[string, V]> = [];
-    for (let e = this.oldest; e !== undefined; e = e.newer) out.push([e.key, e.value]);
+    for (let s = this.oldest; s !== NONE; s = this.newer[s] as number)
+      out.push([this.keys[s] as string, this.vals[s] as V]);
     return out[Symbol.iterator]();
   }
 
-  /** Makes `e` the youngest. */
-  private touch(e: Entry<V>): void {
-    if (e === this.youngest) return;
-    this.unlink(e);
-    e.older = this.youngest;
-    e.newer = undefined;
-    if (this.youngest) this.youngest.newer = e;
-    else this.oldest = e;
-    this.youngest = e;
+  /** A free slot: a freed one, else the next never used (the link arrays grown to hold it). */
+  private slot(): number {
+    if (this.freed !== NONE) {
+      const s = this.freed;
+      this.freed = this.newer[s] as number;
+      return s;
+    }
+    const s = this.used++;
+    if (s >= this.older.length) {
+      // Doubled, but never past what the cap can use (max + 1: one is set before the oldest goes).
+      const size = Math.max(s + 1, Math.min(this.older.length * 2, this.max + 1));
+      this.older = grown(this.older, size);
+      this.newer = grown(this.newer, size);
+      if (this.expiry) {
+        const e = new Float64Array(size).fill(Number.NaN);
+        e.set(this.expiry);
+        this.expiry = e;
+      }
+    }
+    return s;
   }
 
-  private unlink(e: Entry<V>): void {
-    if (e.older) e.older.newer = e.newer;
-    else if (this.oldest === e) this.oldest = e.newer;
-    if (e.newer) e.newer.older = e.older;
-    else if (this.youngest === e) this.youngest = e.older;
+  /** Makes slot `s` the youngest. */
+  private touch(s: number): void {
+    if (s === this.youngest) return;
+    this.unlink(s);
+    this.older[s] = this.youngest;
+    this.newer[s] = NONE;
+    if (this.youngest !== NONE) this.newer[this.youngest] = s;
+    else this.oldest = s;
+    this.youngest = s;
   }
+
+  private unlink(s: number): void {
+    const o = this.older[s] as number;
+    const n = this.newer[s] as number;
+    if (o !== NONE) this.newer[o] = n;
+    else this.oldest = n;
+    if (n !== NONE) this.older[n] = o;
+    else this.youngest = o;
+  }
+}
+
+function grown(a: Int32Array, size: number): Int32Array {
+  const b = new Int32Array(size);
+  b.set(a);
+  return b;
 }
