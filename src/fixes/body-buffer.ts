@@ -35,3 +35,58 @@ export function concatBody(parts: readonly Uint8Array[], length?: number): Buffe
   if (at < total) out.fill(0, at);
   return out;
 }
+
+/**
+ * The longest declared body read into memory of its size as it arrives (32 MB: Anthropic's request limit);
+ * a longer one, or one whose length is not declared (chunked), is kept as its chunks and joined at the end.
+ */
+export const MAX_DECLARED_BYTES = 32 * 1024 * 1024;
+
+/**
+ * A request body read whole, copied into its {@link sizeClass} buffer chunk by chunk as it arrives when its
+ * length was declared: the copy is made while the next chunk is on its way, not all at once after the last
+ * (about 0.6 ms per MB on the request path through the proxy). `finish()` is `concatBody` of the chunks,
+ * byte for byte, whatever the chunks (fewer bytes than declared, or more), and leaves no earlier bytes in
+ * the memory behind it.
+ */
+export class BodyAssembler {
+  private whole: Buffer | undefined;
+  private chunks: Uint8Array[] = [];
+  private length = 0;
+
+  /** `declared`: the content-length the request gave (anything else: undefined, NaN, negative). */
+  constructor(declared?: number) {
+    if (
+      declared !== undefined &&
+      Number.isSafeInteger(declared) &&
+      declared >= CLASSED_BYTES &&
+      declared <= MAX_DECLARED_BYTES
+    )
+      this.whole = Buffer.allocUnsafeSlow(sizeClass(declared));
+  }
+
+  push(chunk: Uint8Array): void {
+    const whole = this.whole;
+    if (whole && this.length + chunk.length <= whole.length) whole.set(chunk, this.length);
+    else {
+      if (whole) {
+        // More than declared: what was copied goes back to being one chunk among the others.
+        this.chunks.push(whole.subarray(0, this.length));
+        this.whole = undefined;
+      }
+      this.chunks.push(chunk);
+    }
+    this.length += chunk.length;
+  }
+
+  /** The body: the bytes pushed, in order. */
+  finish(): Buffer {
+    const whole = this.whole;
+    if (!whole) return concatBody(this.chunks, this.length);
+    this.whole = undefined;
+    // Fewer bytes than declared, and a smaller class would do: the same buffer concatBody would give.
+    if (sizeClass(this.length) !== whole.length) return concatBody([whole.subarray(0, this.length)]);
+    whole.fill(0, this.length);
+    return whole.subarray(0, this.length);
+  }
+}
