@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { seededRandom } from '../demo/agent-conversation.js';
-import { BodyAssembler, CLASSED_BYTES, concatBody, sizeClass } from './body-buffer.js';
+import { CLASSED_BYTES, concatBody, sizeClass } from './body-buffer.js';
 
 describe('sizeClass', () => {
   it('rounds up by at most an eighth, and a growing body keeps its class for a while', () => {
@@ -41,73 +41,5 @@ describe('concatBody', () => {
       ).toBe(true);
       expect(concatBody(parts, total + 5).equals(Buffer.concat(parts, total + 5))).toBe(true);
     }
-  });
-});
-
-describe('BodyAssembler', () => {
-  const chunked = (total: number, seed: number): Buffer[] => {
-    const rand = seededRandom(seed);
-    const parts: Buffer[] = [];
-    let left = total;
-    while (left > 0) {
-      const n = Math.min(left, 1 + Math.floor(rand() * 70_000));
-      const p = Buffer.alloc(n);
-      for (let i = 0; i < n; i += 997) p[i] = Math.floor(rand() * 256);
-      parts.push(p);
-      left -= n;
-    }
-    return parts;
-  };
-  const behind = (out: Buffer) =>
-    Buffer.from(out.buffer, out.byteOffset, out.buffer.byteLength - out.byteOffset);
-
-  it('is concatBody of the chunks byte for byte, declared or not, whatever the declared length says', () => {
-    for (const [k, total] of [
-      0,
-      10,
-      CLASSED_BYTES - 1,
-      CLASSED_BYTES,
-      300_001,
-      2 * 1024 * 1024 + 17,
-    ].entries()) {
-      const parts = chunked(total, 10 + k);
-      const expected = concatBody(parts);
-      for (const declared of [
-        undefined,
-        Number.NaN,
-        -1,
-        total,
-        total - 1,
-        total + 1,
-        total + 400_000,
-        2 ** 40,
-      ]) {
-        const a = new BodyAssembler(declared);
-        for (const p of parts) a.push(p);
-        const out = a.finish();
-        expect(out.equals(expected)).toBe(true);
-        // The memory behind the body: its class, the body, then zeros (no earlier bytes left readable).
-        if (total >= CLASSED_BYTES) {
-          expect(out.byteOffset).toBe(0);
-          expect(out.buffer.byteLength).toBe(sizeClass(total));
-          expect(
-            behind(out)
-              .subarray(total)
-              .every((b) => b === 0),
-          ).toBe(true);
-        }
-      }
-    }
-  });
-
-  it('copies each chunk into the body as it arrives when the length was declared', () => {
-    const parts = chunked(1024 * 1024, 20);
-    const a = new BodyAssembler(1024 * 1024);
-    for (const p of parts) a.push(p);
-    // The chunks are the caller's: changing them after they were pushed changes nothing.
-    for (const p of parts) p.fill(0);
-    const out = a.finish();
-    expect(out.equals(Buffer.concat(parts))).toBe(false);
-    expect(out.equals(concatBody(chunked(1024 * 1024, 20)))).toBe(true);
   });
 });

@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import type { Agent } from 'undici';
 import type { TrackedRequest } from '../conversation/conversation-tracker.js';
 import type { Clock } from '../core/clock.js';
-import { BodyAssembler } from '../fixes/body-buffer.js';
+import { concatBody } from '../fixes/body-buffer.js';
 import type { Fix, runFixes } from '../fixes/fix.js';
 import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import type { RequestFixState } from '../state/fix-state-codec.js';
@@ -47,15 +47,15 @@ export interface HandlerDeps {
   slices: WorkSlices;
 }
 
-/**
- * The body whole, for the fix stage: in a size class (body-buffer.ts), as the body it forwards is, each
- * chunk copied in as it arrives when the request declared its length.
- */
+/** The body whole, for the fix stage: in a size class (body-buffer.ts), as the body it forwards is. */
 async function readAll(req: IncomingMessage): Promise<Buffer> {
-  const declared = req.headers['content-length'];
-  const body = new BodyAssembler(declared === undefined ? undefined : Number(declared));
-  for await (const c of req) body.push(c as Buffer);
-  return body.finish();
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const c of req) {
+    chunks.push(c as Buffer);
+    length += (c as Buffer).length;
+  }
+  return concatBody(chunks, length);
 }
 
 // Request ids take 5 random bytes each from a pool filled 4 KB at a time (one call per 819 requests).
