@@ -74,7 +74,7 @@ export function spliceBody(body: RequestBody, edits: BodyEdits): Buffer | undefi
   }
   parts.push(bytes.subarray(pos));
   const out = concatBody(parts);
-  spliced.set(out, { source: body, head: out.length - (bytes.length - pos), tailFrom: pos });
+  spliced.set(out, { source: new WeakRef(body), head: out.length - (bytes.length - pos), tailFrom: pos });
   return out;
 }
 
@@ -87,9 +87,12 @@ export interface SplicedFrom {
   tailFrom: number;
 }
 
-const spliced = new WeakMap<Buffer, SplicedFrom>();
+/** The source held weakly: a spliced body must not keep the body it was made from alive. */
+const spliced = new WeakMap<Buffer, { source: WeakRef<RequestBody>; head: number; tailFrom: number }>();
 
 /** For a body {@link spliceBody} made: its source and where the source's unchanged tail sits in it. */
 export function splicedFrom(body: Buffer): SplicedFrom | undefined {
-  return spliced.get(body);
+  const s = spliced.get(body);
+  const source = s?.source.deref();
+  return s && source ? { source, head: s.head, tailFrom: s.tailFrom } : undefined;
 }
