@@ -3,7 +3,7 @@
 // p50 over a direct call to the simulator, and its growth in ms per MB. Proxies without fixes, two bare Node
 // hops (bench/bare-proxy.mjs, which streams the body through, and bench/bare-buffered-proxy.mjs, which holds
 // the whole body first as a fixing proxy must), and (with CACHEWARD_BASE_BIN=<another build's
-// dist/cli/bin.js>) an earlier build with fixes run interleaved in the same run, so before/after figures
+// dist/cli/bin.js>) an earlier build with fixes run interleaved (in a seeded shuffle per step) in the same run, so before/after figures
 // share the machine's load. The growth of what fixes add is given over the no-fix proxy and over the
 // buffered hop: the raw growth includes moving twice the bytes through one more process.
 // Run: npm run bench:proxy-fixes   (builds first; about 2–3 minutes; BENCH_SCALE=0.3 for a quick look)
@@ -13,6 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
+import { seededRandom } from '../src/demo/agent-conversation.js';
 import { CLAUDE_CODE, GrowingSession } from './growing-session.js';
 import {
   loopProbeArgs,
@@ -130,6 +131,22 @@ async function main() {
     }
     for (const t of targets) if (t.child && t.probe) await readLoopProbe(t.child, t.probe);
 
+    // The order targets are called in, per step. A rotation (the same cyclic order from a different start)
+    // puts each target after the same one nearly every time: the fixed proxy after the no-fix proxy, whose
+    // work after each response (~13 ms of CPU at 1 MB) then shares the 2 cores with it, and the direct call
+    // after the last proxy. A shuffle per step (seeded) gives every target every predecessor alike;
+    // CACHEWARD_BENCH_ORDER=rotate keeps the rotation, to compare with runs made before.
+    const rotate = process.env.CACHEWARD_BENCH_ORDER === 'rotate';
+    const rand = seededRandom(7);
+    const orderOf = (i: number): number[] => {
+      const order = targets.map((_, k) => (i + k) % targets.length);
+      if (rotate) return order;
+      for (let k = order.length - 1; k > 0; k--) {
+        const j = Math.floor(rand() * (k + 1));
+        [order[k], order[j]] = [order[j] as number, order[k] as number];
+      }
+      return order;
+    };
     const sizes = [50 * 1024, 512 * 1024, 1024 * 1024, 2048 * 1024];
     const steps = Math.max(8, Math.round(30 * SCALE));
     for (const size of sizes) {
@@ -144,8 +161,9 @@ async function main() {
         const cpuBefore = targets.map((t) => cpuMs(t.child));
         for (let i = 0; i < steps; i++) {
           const body = session.take();
+          const order = orderOf(i);
           for (let k = 0; k < targets.length; k++) {
-            const t = targets[(i + k) % targets.length] as Target;
+            const t = targets[order[k] as number] as Target;
             const list = t.totals.get(size) ?? [];
             list.push(await timed(t.pool, body));
             t.totals.set(size, list);
@@ -164,7 +182,9 @@ async function main() {
       });
     }
     const direct = targets[0] as Target;
-    console.log('\nadded total p50 over a direct call, appended requests, interleaved and rotated (ms):');
+    console.log(
+      `\nadded total p50 over a direct call, appended requests, interleaved and ${rotate ? 'rotated' : 'shuffled'} (ms):`,
+    );
     console.log(
       `proxy | ${sizes.map((s) => `${s >= 1024 * 1024 ? `${s / 1024 / 1024} MB` : `${s / 1024} KB`}`).join(' | ')} | growth (ms per MB) | event loop max (ms)`,
     );

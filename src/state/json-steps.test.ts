@@ -54,6 +54,40 @@ describe('jsonAndSha1Steps', () => {
     }
   });
 
+  it('with an element cache: the same text and sha1, and each element object written once', () => {
+    const elements = new WeakMap<object, string>();
+    for (const v of values) {
+      const text = JSON.stringify(v) ?? 'null';
+      expect(drainSteps(jsonAndSha1Steps(v, elements))).toEqual({
+        json: text,
+        sha1: hash('sha1', text, 'hex'),
+      });
+    }
+    // The next state of a conversation: its earlier messages are the same objects, one message more.
+    let reads = 0;
+    const counted = long.map((m) => ({
+      get role() {
+        reads++;
+        return m.role;
+      },
+      string: m.string,
+      ids: m.ids,
+    }));
+    const first = { messages: counted };
+    const next = { messages: [...counted, { role: 'user', string: false, ids: ['new'] }] };
+    const firstText = JSON.stringify(first);
+    const text = JSON.stringify(next);
+    reads = 0;
+    expect(drainSteps(jsonAndSha1Steps(first, elements)).json).toBe(firstText);
+    expect(reads).toBe(long.length);
+    reads = 0;
+    expect(drainSteps(jsonAndSha1Steps(next, elements))).toEqual({
+      json: text,
+      sha1: hash('sha1', text, 'hex'),
+    });
+    expect(reads).toBe(0);
+  });
+
   it('writes a long history in pieces of a few hundred elements', () => {
     expect(pieces(jsonAndSha1Steps({ messages: long })).pieces).toBeGreaterThanOrEqual(4);
     expect(pieces(jsonAndSha1Steps({ messages: long.slice(0, 10) })).pieces).toBe(1);

@@ -8,8 +8,15 @@ import { STEP_ITEMS } from '../wire/json-scan.js';
  * `JSON.stringify(value) ?? 'null'` and the sha1 (hex) of that text, in steps: a plain object's long array
  * members are written element by element, yielding every {@link STEP_ITEMS} elements; anything else (and an
  * object or array with its own `toJSON`) is one `JSON.stringify`. The same text, byte for byte.
+ *
+ * `elements`: the text of each object element of those arrays, written once per object and taken from here
+ * the next time (a conversation's next state shares all its earlier messages' objects with the one before).
+ * Only for values never changed once written: a caller that passes it says its values are immutable.
  */
-export function* jsonAndSha1Steps(value: unknown): Generator<void, { json: string; sha1: string }> {
+export function* jsonAndSha1Steps(
+  value: unknown,
+  elements?: WeakMap<object, string>,
+): Generator<void, { json: string; sha1: string }> {
   const digest = createHash('sha1');
   const whole = (text: string) => {
     digest.update(text);
@@ -18,9 +25,23 @@ export function* jsonAndSha1Steps(value: unknown): Generator<void, { json: strin
   if (!isPlainObject(value)) return whole(JSON.stringify(value) ?? 'null');
   const pieces: string[] = [];
   let written = 0;
+  // The digest takes the text a step at a time (one update per step, not one per element).
+  let hashed = 0;
+  const update = () => {
+    if (hashed < pieces.length) digest.update(pieces.slice(hashed).join(''));
+    hashed = pieces.length;
+  };
   const put = (text: string) => {
     pieces.push(text);
-    digest.update(text);
+  };
+  const element = (e: unknown): string => {
+    if (!elements || !e || typeof e !== 'object') return JSON.stringify(e) ?? 'null';
+    let text = elements.get(e);
+    if (text === undefined) {
+      text = JSON.stringify(e) ?? 'null';
+      elements.set(e, text);
+    }
+    return text;
   };
   put('{');
   let first = true;
@@ -36,12 +57,17 @@ export function* jsonAndSha1Steps(value: unknown): Generator<void, { json: strin
     put('[');
     for (let i = 0; i < member.length; i++) {
       // An element JSON.stringify cannot write (undefined, a function) is `null` in an array.
-      put(`${i ? ',' : ''}${JSON.stringify(member[i]) ?? 'null'}`);
-      if (++written % STEP_ITEMS === 0) yield;
+      if (i) put(',');
+      put(element(member[i]));
+      if (++written % STEP_ITEMS === 0) {
+        update();
+        yield;
+      }
     }
     put(']');
   }
   put('}');
+  update();
   return { json: pieces.join(''), sha1: digest.digest('hex') };
 }
 

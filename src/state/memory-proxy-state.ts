@@ -42,6 +42,12 @@ export class MemoryProxyState implements ProxyState {
   private readonly maxConversations: number;
   /** Each fix state's content hash, made once per state object (the state file's parts). */
   private readonly hashOf = new WeakMap<object, string>();
+  /**
+   * The JSON of each element of the states' long arrays (a history's message shapes), made once per object:
+   * a conversation's next state shares its earlier messages' objects, so a snapshot writes only the new ones.
+   * States are never changed once committed (the hashes above rely on it too).
+   */
+  private readonly elementJson = new WeakMap<object, string>();
   /** The parts the last state file held, by hash: a state that did not change is not stringified again. */
   private lastParts = new Map<string, string>();
   private readonly sliceMs: number;
@@ -182,7 +188,7 @@ export class MemoryProxyState implements ProxyState {
     const known = key ? this.hashOf.get(key) : undefined;
     const json = known !== undefined ? this.lastParts.get(known) : undefined;
     if (known !== undefined && json !== undefined) return { hash: known, json };
-    const written = yield* jsonAndSha1Steps(state);
+    const written = yield* jsonAndSha1Steps(state, this.elementJson);
     if (key) this.hashOf.set(key, written.sha1);
     return { hash: written.sha1, json: written.json };
   }

@@ -182,6 +182,59 @@ describe('fixes in the proxy', () => {
     }
   });
 
+  it.each([
+    ['with its length declared', false],
+    ['sent chunked', true],
+  ])(
+    'reads a large body whole %s: the fix sees, and the capture keeps, the very bytes sent',
+    async (_n, chunked) => {
+      const up = await echoUpstream();
+      const dir = mkdtempSync(join(tmpdir(), 'cacheward-fix-large-'));
+      const p = createProxy({ upstream: up.url, dir, capture: 'full', fixes: [shout as Fix], logger: {} });
+      await p.listen();
+      try {
+        const words = Array.from({ length: 90_000 }, (_, i) => `w${(i * 7919) % 100_003}`).join(' ');
+        const large = JSON.stringify({
+          model: 'claude-opus-5',
+          max_tokens: 5,
+          messages: [{ role: 'user', content: words }],
+        });
+        expect(large.length).toBeGreaterThan(600_000);
+        const bytes = Buffer.from(large);
+        // Chunked: no content-length, the body in uneven pieces (the proxy cannot size it up front).
+        const send = chunked
+          ? new ReadableStream<Uint8Array>({
+              start(c) {
+                for (let at = 0; at < bytes.length; at += 50_001) c.enqueue(bytes.subarray(at, at + 50_001));
+                c.close();
+              },
+            })
+          : large;
+        const res = await fetch(`${p.url}/v1/messages`, {
+          method: 'POST',
+          headers: { 'x-api-key': 'k', 'content-type': 'application/json' },
+          body: send,
+          ...(chunked ? { duplex: 'half' } : {}),
+        } as RequestInit);
+        expect(res.status).toBe(200);
+        await res.text();
+        expect(up.seen[0]?.body).toBe(
+          JSON.stringify({
+            ...JSON.parse(large),
+            messages: [{ role: 'user', content: words.toUpperCase() }],
+          }),
+        );
+        await p.flush();
+        const recs = [];
+        for await (const r of readCaptures([dir])) recs.push(r);
+        expect(recs[0]?.clientBody?.equals(bytes)).toBe(true);
+      } finally {
+        await p.close();
+        up.close();
+      }
+    },
+  );
+
   it("takes a fix's options in its own object: ttlFix('5m') runs where ttl runs, first named or not", async () => {
     const up = await echoUpstream();
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-fix-ttl-'));
