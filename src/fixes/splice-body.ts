@@ -73,26 +73,5 @@ export function spliceBody(body: RequestBody, edits: BodyEdits): Buffer | undefi
     pos = p.end;
   }
   parts.push(bytes.subarray(pos));
-  const out = concatBody(parts);
-  spliced.set(out, { source: new WeakRef(body), head: out.length - (bytes.length - pos), tailFrom: pos });
-  return out;
-}
-
-/** What a spliced body is made of: `source`'s bytes from `tailFrom` to its end are its own from `head` on. */
-export interface SplicedFrom {
-  source: RequestBody;
-  /** Where the source's unchanged tail starts in the spliced body (the length of what comes before it). */
-  head: number;
-  /** Where that tail starts in the source. */
-  tailFrom: number;
-}
-
-/** The source held weakly: a spliced body must not keep the body it was made from alive. */
-const spliced = new WeakMap<Buffer, { source: WeakRef<RequestBody>; head: number; tailFrom: number }>();
-
-/** For a body {@link spliceBody} made: its source and where the source's unchanged tail sits in it. */
-export function splicedFrom(body: Buffer): SplicedFrom | undefined {
-  const s = spliced.get(body);
-  const source = s?.source.deref();
-  return s && source ? { source, head: s.head, tailFrom: s.tailFrom } : undefined;
+  return concatBody(parts);
 }

@@ -261,13 +261,6 @@ export class PrefixBuilder {
    * conversations in between), and units with unchanged bytes reuse their results.
    */
   private previous: PreviousBody[] = [];
-  /**
-   * Each body parsed from a kept one with its shared leading bytes counted: that one (held weakly: a strong
-   * hold would chain every earlier turn of a conversation to its newest) and the count.
-   */
-  private readonly origins = new WeakMap<RequestBody, { from: WeakRef<RequestBody>; shared: number }>();
-  /** Leading bytes compared to find the body a parse extends (each shared byte once per compare). */
-  readonly scanStats = { bytesCompared: 0 };
   private keptBytes = 0;
   private readonly keepBodies: number;
   private readonly keepBytes: number;
@@ -304,24 +297,7 @@ export class PrefixBuilder {
         ? { ...options, previous, ...(shared !== undefined ? { previousSharedBytes: shared } : {}) }
         : options,
     );
-    shared ??= previous ? options.previousSharedBytes : undefined;
-    if (previous && shared !== undefined) this.origins.set(body, { from: new WeakRef(previous), shared });
     return yield* this.buildSteps(body, previous);
-  }
-
-  /**
-   * The kept body `body`'s parse took its scan over from, and how many leading bytes the two share (an
-   * exact count), when the parse counted them or was given them; undefined otherwise.
-   */
-  extendedFrom(body: RequestBody): { from: RequestBody; shared: number } | undefined {
-    const o = this.origins.get(body);
-    const from = o?.from.deref();
-    return o && from ? { from, shared: o.shared } : undefined;
-  }
-
-  /** Whether `body` is among the bodies kept to extend from (a parse given it as `previous` reuses its blocks). */
-  isKept(body: RequestBody): boolean {
-    return this.previous.some((p) => p.body === body);
   }
 
   /** How many bodies are kept to extend from, and their bytes. */
@@ -353,14 +329,12 @@ export class PrefixBuilder {
     }
     if (!first) return undefined;
     const n1 = sharedByteCount(input, first.body.bytes);
-    this.scanStats.bytesCompared += n1;
     if (!second) return { body: first.body, shared: n1 };
     // The second can share more only if it has the byte at n1 that the input has (the first does not):
     // one byte answers what a second count of the whole shared prefix would.
     const b = second.body.bytes;
     if (n1 >= b.length || n1 >= input.length || b[n1] !== input[n1]) return { body: first.body, shared: n1 };
     const n2 = sharedByteCount(input, b);
-    this.scanStats.bytesCompared += n2;
     return n2 > n1 ? { body: second.body, shared: n2 } : { body: first.body, shared: n1 };
   }
 

@@ -5,7 +5,6 @@ import type { FixNote } from '../capture/capture-record.js';
 import { runStepped } from '../core/stepped-work.js';
 import type { Fix } from '../fixes/fix.js';
 import { runFixStageSteps } from '../fixes/fix-stage.js';
-import { forwardedShared, rememberForwarded } from '../fixes/forwarded-twin.js';
 import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import type { RequestFixState } from '../state/fix-state-codec.js';
 import { type PreparedRequest, type ProxyState, unavailableNote } from '../state/proxy-state.js';
@@ -86,11 +85,6 @@ export async function fixRequest(
       format,
       headers: { 'anthropic-beta': h['anthropic-beta'] },
     });
-    // A body spliced from the client's: where it stops sharing bytes with the parent's forwarded body is
-    // known from the client's own count (forwarded-twin.ts), so its parse does not compare the two again.
-    const client = clientPrefix.body;
-    const origin = builder.extendedFrom(client);
-    const twinOptions = (b: Buffer) => forwardedShared(client, origin, b, (f) => builder.isKept(f)) ?? {};
     // In pieces too (its re-parses of the fixed body yield), with the event loop given back between them.
     const out = await runStepped(
       runFixStageSteps({
@@ -108,8 +102,8 @@ export async function fixRequest(
           ...(ready.tracked.label ? { label: ready.tracked.label.key } : {}),
         },
         ...(ready.parentPair ? { parent: ready.parentPair } : {}),
-        reparse: (b, h) => builder.parse(b, { ...parseOptions(h), ...twinOptions(b) }),
-        reparseSteps: (b, h) => builder.parseSteps(b, { ...parseOptions(h), ...twinOptions(b) }),
+        reparse: (b, h) => builder.parse(b, parseOptions(h)),
+        reparseSteps: (b, h) => builder.parseSteps(b, parseOptions(h)),
       }),
     );
     for (const n of out.notes)
@@ -122,7 +116,6 @@ export async function fixRequest(
       after: { states: out.states, pair: { client: clientPrefix.blocks, forwarded: out.prefix.blocks } },
     };
     if (out.changed) {
-      rememberForwarded(client, out.prefix.body);
       fixed.client = original;
       fixed.forwarded = out.body;
       fixed.headerOverride = { ...out.headers, 'content-length': String(out.body.length) };
