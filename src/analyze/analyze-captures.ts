@@ -216,17 +216,20 @@ const NOT_SHARED: SharedRange = { from: 0, to: 0 };
  * The range `a` and `b` share as the very same objects, looked for only near the end of the shorter (a
  * next turn differs from its parent in the last block or two, if at all). A messages block is made for one
  * record and only ever copied into a later record's array with every block before it that is its base's
- * object (captured-prefix), so where the first blocks are the same objects too, the same object at one place
- * means the same objects before it; tools and system blocks are shared across conversations, so a match
- * among them is checked whole (a few blocks). Where the first blocks differ (Claude Code's tools and system,
- * which moved in the body), the range is counted one by one.
+ * object (captured-prefix), so where the tools and system blocks are the same objects too, the same object
+ * at one place means the same objects before it; tools and system blocks are shared across conversations,
+ * so a match among them is checked whole (a few blocks). Where one of them differs (Claude Code's tools and
+ * system, which moved in the body; or a system prompt sent after the messages), the range is counted one
+ * by one.
  */
 function sharedBlocks(a: readonly PrefixBlock[], b: readonly PrefixBlock[]): SharedRange {
   const k = Math.min(a.length, b.length);
   for (let i = k - 1; i >= 0 && i >= k - 16; i--) {
     const x = a[i] as PrefixBlock;
     if (x !== b[i]) continue;
-    if (a[0] !== b[0]) return sharedRange(a, b);
+    // Tools or system blocks of their own (moved in the body): counted one by one.
+    for (let j = 0; j < i && (a[j] as PrefixBlock).level !== 'messages'; j++)
+      if (a[j] !== b[j]) return sharedRange(a, b);
     if (x.level !== 'messages') for (let j = 0; j < i; j++) if (a[j] !== b[j]) return NOT_SHARED;
     return { from: 0, to: i + 1 };
   }
@@ -514,8 +517,9 @@ export class Analyzer {
         },
         parent,
       );
-      // A record that is no turn is nobody's parent: its chain goes with it.
-    } else if (chain) this.reuse.release(chain);
+    }
+    // A record that is no turn (an error, a count_tokens call) is nobody's parent, but keeps the chain it
+    // took over from its conversation: the retry or the next turn takes it over in turn.
     return row;
   }
 

@@ -21,6 +21,10 @@ describe('sharedRange', () => {
     const edited = [b('messages', 'm0'), messages[1] as B];
     expect(sharedRange([...tools, ...messages], [...moved, ...edited])).toEqual({ from: 0, to: 0 });
   });
+  it('keeps tools in place in the head when a system block after them moved', () => {
+    const moved = [tools[0] as B, { ...(tools[1] as B) }];
+    expect(sharedRange([...tools, ...messages], [...moved, ...messages])).toEqual({ from: 2, to: 4 });
+  });
   it('shares nothing between lists of other objects', () => {
     expect(
       sharedRange(

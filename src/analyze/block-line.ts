@@ -38,14 +38,15 @@ export function lineOf<T>(blocks: T[]): BlockLine<T> {
 }
 
 /**
- * The range `b` shares with `a` as the very same objects, counted one by one: past a leading run of tools
- * and system blocks that are objects of `b`'s own (the capture reader gives a block that moved in the body
- * an object of its own, and keeps its base's objects after it: Claude Code's tools, then its messages).
+ * The range `b` shares with `a` as the very same objects, counted one by one: past the tools and system
+ * blocks up to the last that is an object of `b`'s own (the capture reader gives a block that moved in the
+ * body an object of its own, and keeps its base's objects after it: Claude Code's tools and system, then
+ * its messages; or a system prompt after the messages, with the tools before them where they were).
  */
 export function sharedRange<T extends { level: string }>(a: readonly T[], b: readonly T[]): SharedRange {
   const max = Math.min(a.length, b.length);
   let from = 0;
-  while (from < max && a[from] !== b[from] && (b[from] as T).level !== 'messages') from++;
+  for (let i = 0; i < max && (b[i] as T).level !== 'messages'; i++) if (a[i] !== b[i]) from = i + 1;
   let to = from;
   while (to < max && a[to] === b[to]) to++;
   return to > from ? { from, to } : { from: 0, to: 0 };

@@ -144,4 +144,27 @@ describe('CapturedPrefixReuse', () => {
     expect(again.blocks[m]).not.toBe(p3.blocks[m]);
     expect(again.blocks).toEqual(p3.blocks);
   });
+
+  it('lets go of the arrays of a chain pushed off its first block (64 conversations with the same tools)', () => {
+    const reuse = new CapturedPrefixReuse();
+    const first = request(['conversation 0']);
+    const p0 = prefixFromCapture(first, 'claude-opus-5', [], reuse);
+    const chain0 = reuse.chainOf(first.blocks, p0);
+    expect(chain0?.captured.length).toBeGreaterThan(0);
+    for (let c = 1; c <= 64; c++)
+      prefixFromCapture(request([`conversation ${c}`]), 'claude-opus-5', [], reuse);
+    // Its record may still hold the chain: not its blocks.
+    expect(chain0?.captured.length).toBe(0);
+    expect(chain0?.blocks.length).toBe(0);
+  });
+
+  it('shares tools and system blocks across conversations whose captures are objects of their own', () => {
+    const reuse = new CapturedPrefixReuse();
+    // As the reader gives them across sessions: every block an object of its own record's.
+    const own = (c: CapturedPrefix): CapturedPrefix => ({ ...c, blocks: c.blocks.map((x) => ({ ...x })) });
+    const a = prefixFromCapture(own(request(['one'])), 'claude-opus-5', [], reuse);
+    const b = prefixFromCapture(own(request(['two'])), 'claude-opus-5', [], reuse);
+    expect(b.blocks[0]?.level).toBe('system');
+    expect(b.blocks[0]).toBe(a.blocks[0]);
+  });
 });

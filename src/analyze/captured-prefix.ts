@@ -37,7 +37,9 @@ export class CapturedPrefixReuse {
   /** Per first block's cumulative key, the latest chains that start with it, newest first (interleaved
    * conversations that send the same tools share their first block: each keeps its own chain). By key, not
    * by object: Claude Code's tools come after its messages, so every record rebuilds them where they moved. */
-  private readonly chains = new LruMap<CapturedChain[]>(MAX_FIRST_BLOCKS);
+  private readonly chains = new LruMap<CapturedChain[]>(MAX_FIRST_BLOCKS, (_, list) => {
+    for (const chain of list) letGo(chain);
+  });
   /** The chain the last {@link take} took over, replaced by the next {@link keep}. */
   private taken: { list: CapturedChain[]; chain: CapturedChain } | undefined;
   /**
@@ -141,13 +143,11 @@ export class CapturedPrefixReuse {
     // The chain taken over is nobody's now, but its record may still hold it (to let it go): not its arrays.
     if (taken && at >= 0) {
       list.splice(at, 1);
-      taken.chain.captured = NO_CAPTURED;
-      taken.chain.blocks = [];
-      taken.chain.states = [];
-      taken.chain.ends = undefined;
+      letGo(taken.chain);
     }
     list.unshift({ captured, blocks, states, ends, endsShared });
-    if (list.length > MAX_CHAINS) list.length = MAX_CHAINS;
+    // Chains past the bound go the same way (their records may still hold them).
+    while (list.length > MAX_CHAINS) letGo(list.pop() as CapturedChain);
   }
 
   /** The chain the last build of `captured` into `prefix` kept (see {@link release}), if it is still kept. */
@@ -171,6 +171,7 @@ export class CapturedPrefixReuse {
     const at = list.indexOf(chain);
     if (at < 0) return;
     list.splice(at, 1);
+    letGo(chain);
     if (list.length === 0) this.chains.delete(first.hash);
   }
 
@@ -244,10 +245,12 @@ export function* prefixFromCaptureSteps(
       blocks[i] = before[i] as PrefixBlock;
       continue;
     }
-    // A twin here moved in the body (Claude Code's tools and system, after its messages): its offset is
-    // the record's own, so no other record has its block to share (and a lookup per moved block per record
-    // filled the shared blocks with keys never asked for again: 2.9 s of LRU upkeep over 100,000 requests).
-    const shareable = b.level !== 'messages' && reuse !== undefined && !twin;
+    // A twin at another offset than the chain's moved in the body (Claude Code's tools and system, after its
+    // messages): its offset is the record's own, so no other record has its block to share (a lookup per
+    // moved block per record filled the shared blocks with keys never asked for again: 2.9 s of LRU upkeep
+    // over 100,000 requests). A twin at the same offset is another conversation's object: it is shared.
+    const moved = twin && (prior[i] as CapturedBlock).at !== b.at;
+    const shareable = b.level !== 'messages' && reuse !== undefined && !moved;
     const key = shareable ? sharedKey(b, i, cumulative) : '';
     const known = shareable ? reuse.shared(key) : undefined;
     if (known) blocks[i] = known;
@@ -331,6 +334,17 @@ export function* prefixFromCaptureSteps(
 }
 
 const NO_CAPTURED: readonly CapturedBlock[] = [];
+
+/**
+ * A chain no list holds any more lets go of its arrays: the record it was built for may still hold the
+ * chain (to let it go when it is forgotten), and must not keep its blocks and states alive with it.
+ */
+function letGo(chain: CapturedChain): void {
+  chain.captured = NO_CAPTURED;
+  chain.blocks = [];
+  chain.states = [];
+  chain.ends = undefined;
+}
 
 /** Chains kept per first block: as many interleaved conversations as the proxy's prefix builder keeps. */
 const MAX_CHAINS = 64;

@@ -104,4 +104,16 @@ describe('LruMap', () => {
     expect([...lru.values()].slice(-3)).toEqual([127, 128, 129]);
     expect(lru.peek('k0')).toBe(0);
   });
+
+  it('keeps an expired entry a listener set again while prune dropped the ones before it', () => {
+    const lru: LruMap<number> = new LruMap<number>(10, (k) => {
+      // The listener gives b a new life as a drops.
+      if (k === 'a') lru.set('b', 20);
+    });
+    lru.set('a', 1, 5);
+    lru.set('b', 2, 5);
+    expect(lru.prune(6)).toBe(1);
+    expect(lru.peek('a')).toBeUndefined();
+    expect(lru.peek('b')).toBe(20);
+  });
 });

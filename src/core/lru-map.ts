@@ -8,8 +8,8 @@ const NONE = -1;
  * the youngest relinks two slots and writes nothing to the Map. A move through the Map (a delete and an
  * insert) left a hole each time, and V8 copied the whole table once enough piled up (a 40,000-entry table:
  * several ms in one read); the oldest, found as the Map's first key, had every hole before it walked over
- * again (~35 µs an eviction at 40,000 entries). Slots keep keys, values and expiries in flat arrays, so an
- * entry costs about what a Map entry and an expiry entry did (no object per entry).
+ * again (~35 µs an eviction at 40,000 entries). Slots keep keys, values and expiries in flat arrays (no
+ * object per entry): about 55 bytes an entry, against 39 for the Map alone and 99 with an expiry before.
  */
 export class LruMap<V> {
   /** Key to slot. */
@@ -130,9 +130,9 @@ export class LruMap<V> {
     // Having seen every entry, the bound is exact again; otherwise it stays (a bound still).
     if (whole) this.earliest = next;
     for (const k of gone) {
-      // An earlier eviction's listener may have deleted it meanwhile.
+      // An earlier eviction's listener may have deleted it meanwhile, or set it again (to live on).
       const s = this.index.get(k);
-      if (s === undefined) continue;
+      if (s === undefined || !((this.expiry?.[s] as number) <= now)) continue;
       const v = this.vals[s] as V;
       this.delete(k);
       this.onEvict?.(k, v);
