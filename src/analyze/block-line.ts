@@ -1,6 +1,5 @@
-// Records of one conversation held by the analysis at once share one block array between them: each keeps
-// only its own first blocks (the tools and system Claude Code moved), the range it shares, and its own last
-// blocks. It never changes what a record's blocks are: only which array holds them.
+// Lets a conversation's records share one block array: each keeps its own first blocks (moved ones), a range
+// of the array, and its own last blocks. It never changes what a record's blocks are, only what holds them.
 
 /** The blocks of a line of records: each member's are its own `head`, `blocks[head.length, to)`, its `tail`. */
 export interface BlockLine<T> {
