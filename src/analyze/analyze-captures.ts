@@ -227,10 +227,10 @@ function sharedBlocks(a: readonly PrefixBlock[], b: readonly PrefixBlock[]): Sha
   for (let i = k - 1; i >= 0 && i >= k - 16; i--) {
     const x = a[i] as PrefixBlock;
     if (x !== b[i]) continue;
-    // Tools or system blocks of their own (moved in the body): counted one by one.
+    // Tools or system blocks of their own (moved in the body): counted one by one. (Where `x` is one of
+    // them, every block before it is too, so this checks the match whole.)
     for (let j = 0; j < i && (a[j] as PrefixBlock).level !== 'messages'; j++)
       if (a[j] !== b[j]) return sharedRange(a, b);
-    if (x.level !== 'messages') for (let j = 0; j < i; j++) if (a[j] !== b[j]) return NOT_SHARED;
     return { from: 0, to: i + 1 };
   }
   return NOT_SHARED;
@@ -372,7 +372,6 @@ export class Analyzer {
     const captured = this.withTtl(r.prefix);
     const model = r.model === undefined ? undefined : this.reuse.intern(r.model);
     const prefix = yield* prefixFromCaptureSteps(captured, model, r.betas, this.reuse);
-    const chain = this.reuse.chainOf(captured.blocks, prefix);
     // Provider tokens per estimated token, over what the model saw (thinking an older model stripped is
     // not input: scaled against the prefix as sent, every figure would shrink by it).
     const scaleOver = (seen: Prefix) =>
@@ -511,7 +510,7 @@ export class Analyzer {
           head: NO_BLOCKS,
           to: prefix.blocks.length,
           tail: NO_BLOCKS,
-          chain,
+          chain: this.reuse.chainOf(captured.blocks, prefix),
           divergence,
           row,
         },

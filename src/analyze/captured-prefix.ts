@@ -369,15 +369,3 @@ export function sharedKeys(a: readonly CapturedBlock[], b: readonly CapturedBloc
   }
   return lo;
 }
-
-/**
- * How many leading blocks two lists share as the very same objects, counted one by one: the reader gives a
- * block that moved in the body an object of its own and keeps its base's objects after it (Claude Code's
- * moved tools, then its shared messages), so the same objects need not form a leading run.
- */
-export function sharedObjects(a: readonly CapturedBlock[], b: readonly CapturedBlock[]): number {
-  const max = Math.min(a.length, b.length);
-  let n = 0;
-  while (n < max && a[n] === b[n]) n++;
-  return n;
-}
