@@ -5,6 +5,7 @@ import { type Command, Option } from 'commander';
 import type { ListenOptions } from '../core/listen.js';
 import { ttlFix } from '../fixes/ttl.js';
 import { type CachewardProxy, createProxy, type ProxyOptions } from '../proxy/create-proxy.js';
+import { warmUpProxy } from '../proxy/warm-up.js';
 import { OtlpConfigError, otlpOptions } from '../telemetry/otlp-config.js';
 import { parsePort, parseUpstream, portInUse } from './option-values.js';
 import { resolveToken, TOKEN_ENV } from './proxy-token.js';
@@ -29,6 +30,8 @@ export interface ProxyCliOptions {
   statePrefix: string;
   stateTimeoutMs: string;
   otlp?: string;
+  /** `--no-warm-up` sets it false. */
+  warmUp: boolean;
 }
 
 /** Declares the proxy's options on a command. */
@@ -71,11 +74,15 @@ export function addProxyOptions(cmd: Command, defaultPort: string): Command {
     .option(
       '--otlp <url>',
       'export a span and metric points per request over OTLP/HTTP (default $OTEL_EXPORTER_OTLP_ENDPOINT)',
+    )
+    .option(
+      '--no-warm-up',
+      'skip the start-up warm-up (a few generated exchanges through a throwaway proxy, so the first real one runs warm)',
     );
 }
 
-/** createProxy options and where to listen, as the CLI gathers them. */
-export type CliProxyOptions = ProxyOptions & ListenOptions;
+/** createProxy options, where to listen and whether to warm up first, as the CLI gathers them. */
+export type CliProxyOptions = ProxyOptions & ListenOptions & { warmUp?: boolean };
 
 /**
  * Checks the options and turns them into createProxy options and where to listen (everything but `logger`
@@ -133,12 +140,25 @@ export function proxyOptionsFrom(
     statePrefix: opts.statePrefix,
     stateTimeoutMs,
     ...(otlp ? { otlp } : {}),
+    warmUp: opts.warmUp !== false,
   };
 }
 
-/** Creates the proxy and listens; a port in use, an unknown fix or a refused configuration is an InputError. */
+/**
+ * Warms up (unless `warmUp` is false), creates the proxy and listens; a port in use, an unknown fix or a
+ * refused configuration is an InputError. A warm-up that fails is one info line: the start goes on.
+ */
 export async function startProxy(options: CliProxyOptions): Promise<CachewardProxy> {
-  const { port, host, ...rest } = options;
+  const { port, host, warmUp, ...rest } = options;
+  if (warmUp !== false) {
+    const warmed = await warmUpProxy({
+      ...(rest.capture ? { capture: rest.capture } : {}),
+      ...(rest.fixes ? { fixes: rest.fixes } : {}),
+      ...(rest.registry ? { registry: rest.registry } : {}),
+    });
+    if (warmed.error !== undefined)
+      rest.logger?.info?.(`warm-up stopped (${warmed.error}): the first requests run cold`);
+  }
   try {
     const proxy = createProxy(rest);
     await proxy.listen({ ...(port !== undefined ? { port } : {}), ...(host !== undefined ? { host } : {}) });

@@ -1,0 +1,61 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { WARM_UP_ROUNDS, warmUpProxy, warmUpRequests } from './warm-up.js';
+
+const leftovers = () => readdirSync(tmpdir()).filter((n) => n.startsWith('cacheward-warm-up-'));
+
+describe('warmUpProxy', () => {
+  let home: string;
+  let before: string[];
+  const saved = { XDG_STATE_HOME: process.env.XDG_STATE_HOME, HOME: process.env.HOME };
+  beforeEach(() => {
+    // The default capture and state folders would be under here: the warm-up must leave them alone.
+    home = mkdtempSync(join(tmpdir(), 'cw-warm-home-'));
+    process.env.XDG_STATE_HOME = join(home, 'state');
+    process.env.HOME = home;
+    before = leftovers();
+  });
+  afterEach(() => {
+    process.env.XDG_STATE_HOME = saved.XDG_STATE_HOME;
+    process.env.HOME = saved.HOME;
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('gets an answer to every generated exchange, with and without fixes, and leaves nothing behind', async () => {
+    const sent = WARM_UP_ROUNDS * warmUpRequests(0).length;
+    for (const fixes of [undefined, ['tools-freeze', 'pin-reminders']]) {
+      for (const capture of ['hashes', 'full', 'off'] as const) {
+        const result = await warmUpProxy({ capture, ...(fixes ? { fixes } : {}) });
+        expect(result.error).toBeUndefined();
+        expect(result.exchanges).toBe(sent);
+      }
+    }
+    expect(readdirSync(home)).toEqual([]);
+    expect(leftovers()).toEqual(before);
+  });
+
+  it('sends each round as another conversation, Anthropic and OpenAI routes both', () => {
+    const a = warmUpRequests(0);
+    const b = warmUpRequests(1);
+    expect(new Set(a.map((r) => r.path))).toEqual(
+      new Set(['/v1/messages', '/v1/chat/completions', '/v1/responses']),
+    );
+    expect(JSON.stringify(a)).not.toBe(JSON.stringify(b));
+  });
+
+  it('stops at its time limit, says why, and still cleans up', async () => {
+    const result = await warmUpProxy({ timeoutMs: 1 });
+    expect(result.error).toMatch(/took longer than 1 ms/);
+    expect(result.exchanges).toBeLessThan(WARM_UP_ROUNDS * warmUpRequests(0).length);
+    expect(leftovers()).toEqual(before);
+  });
+
+  it('an unknown fix stops the warm-up with its reason, not the caller', async () => {
+    const result = await warmUpProxy({ fixes: ['no-such-fix'] });
+    expect(result.exchanges).toBe(0);
+    expect(result.error).toMatch(/no-such-fix/);
+    expect(leftovers()).toEqual(before);
+  });
+});

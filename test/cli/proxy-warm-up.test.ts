@@ -1,0 +1,43 @@
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import { afterAll, describe, expect, it } from 'vitest';
+import { agentConversation } from '../../src/demo/agent-conversation.js';
+import { createSimulator } from '../../src/sim/simulator.js';
+import { startCliProxy } from '../proxy/cli-proxy.js';
+
+const sim = createSimulator();
+const simUrl = await sim.listen();
+afterAll(() => sim.close());
+
+describe('cacheward proxy warms up before it listens, and nothing of the warm-up is left', () => {
+  for (const warm of [true, false]) {
+    it(warm ? 'with the warm-up (the default)' : 'with --no-warm-up', async () => {
+      const home = mkdtempSync(join(tmpdir(), 'cacheward-warm-cli-'));
+      const dir = join(home, 'captures');
+      const p = await startCliProxy(
+        ['--upstream', simUrl, '--dir', dir, '--fix', 'tools-freeze', ...(warm ? [] : ['--no-warm-up'])],
+        { env: { HOME: home, XDG_STATE_HOME: join(home, 'state') } },
+      );
+      try {
+        const client = new Anthropic({ apiKey: 'sk-test-warm', baseURL: p.url });
+        const body = agentConversation({ turns: 2, seed: 5 }) as unknown as Anthropic.MessageCreateParams;
+        await client.messages.create({ ...body, stream: false } as Anthropic.MessageCreateParamsNonStreaming);
+        await fetch(`${p.url}/_cacheward/health`).then((r) => r.arrayBuffer());
+        const metrics = await (await fetch(`${p.url}/_cacheward/metrics`)).text();
+        // The proxy counts only the client's request: the warm-up's went through a proxy of its own.
+        expect(metrics).toMatch(/^cacheward_requests_total\{[^}]*\} 1$/m);
+      } finally {
+        p.child.kill('SIGTERM');
+        await p.exited;
+      }
+      const files = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
+      const records = files.flatMap((f) => readFileSync(join(dir, f), 'utf8').trim().split('\n'));
+      expect(records).toHaveLength(1);
+      // The default state folder was never touched, nor the temporary one left behind.
+      expect(readdirSync(home).sort()).toEqual(['captures']);
+      expect(p.stderr.join('\n')).not.toMatch(/warm-up stopped/);
+    });
+  }
+});
