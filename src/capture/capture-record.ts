@@ -124,11 +124,20 @@ function compactParam(v: unknown): unknown {
   return s.length <= 200 ? v : { sha256: hash('sha256', s, 'hex') };
 }
 
-/** The prefix as the capture keeps it (no text in any mode: the full body carries the text). */
 /** The last prefixes captured (their blocks, and the captured blocks made from them), newest first. */
 const recentCaptures: Array<{ blocks: readonly PrefixBlock[]; captured: CapturedBlock[] }> = [];
 /** As many as the prefix builder keeps bodies to extend from (KEPT_BODIES): one per interleaved conversation. */
 const RECENT_CAPTURES = 64;
+
+/**
+ * Whether block `n` of a recent capture is this prefix's: the same object, or one rebuilt only because it
+ * moved in the body (the same cumulative key: the same content up to it), which does not end the run:
+ * Claude Code's tools and system come after its messages, and the message blocks after them are still the
+ * recent capture's own objects. A function of its own, not a closure per recent capture (64 made per record).
+ */
+function sameBlockAt(recent: readonly PrefixBlock[], blocks: readonly PrefixBlock[], n: number): boolean {
+  return recent[n] === blocks[n] || (recent[n] as PrefixBlock).hash === blocks[n]?.hash;
+}
 
 /**
  * The captured blocks of `blocks`. The leading blocks the prefix model handed over from a recent request
@@ -142,17 +151,12 @@ function* capturedBlocksSteps(
   let from: { blocks: readonly PrefixBlock[]; captured: CapturedBlock[] } | undefined;
   let shared = 0;
   for (const r of recentCaptures) {
-    // A block rebuilt only because it moved in the body (the same cumulative key: the same content up to
-    // it) does not end the run: Claude Code's tools and system come after its messages, and the message
-    // blocks after them are still the recent capture's own objects.
-    const same = (n: number) =>
-      r.blocks[n] === blocks[n] || (r.blocks[n] as PrefixBlock).hash === blocks[n]?.hash;
     // Only one that also shares block `shared` can share more than the best so far: one look rules the
     // others out (32 conversations sending the same tools would each be walked through those tools).
-    if (shared > 0 && (r.blocks.length <= shared || !same(shared))) continue;
+    if (shared > 0 && (r.blocks.length <= shared || !sameBlockAt(r.blocks, blocks, shared))) continue;
     let n = 0;
     const max = Math.min(r.blocks.length, blocks.length);
-    while (n < max && same(n)) n++;
+    while (n < max && sameBlockAt(r.blocks, blocks, n)) n++;
     if (n > shared) {
       shared = n;
       from = r;
@@ -179,6 +183,7 @@ function* capturedBlocksSteps(
   return captured;
 }
 
+/** The prefix as the capture keeps it (no text in any mode: the full body carries the text). */
 export function capturePrefix(prefix: Prefix): CapturedPrefix {
   return drainSteps(capturePrefixSteps(prefix));
 }
