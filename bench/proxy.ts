@@ -115,6 +115,9 @@ async function main() {
       { ...(probed ? { node: probed.node } : {}), env, ...(bin ? { bin } : {}) },
     );
     children.push(proxy.child);
+    // The probe counts from when the proxy listens: its start-up (the warm-up before it listens) holds no
+    // client's request.
+    if (probe) await readLoopProbe(proxy.child, probe);
     return { proxy, dir };
   };
   try {
