@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { agentConversation } from '../../src/demo/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { startCliProxy } from '../proxy/cli-proxy.js';
+import { cli } from './run-cli.js';
 
 const sim = createSimulator();
 const simUrl = await sim.listen();
@@ -38,6 +39,19 @@ describe('cacheward proxy warms up before it listens, and nothing of the warm-up
       // The default state folder was never touched, nor the temporary one left behind.
       expect(readdirSync(home).sort()).toEqual(['captures']);
       expect(p.stderr.join('\n')).not.toMatch(/warm-up stopped/);
+    });
+  }
+});
+
+describe('a configuration the proxy refuses is said once, before any warm-up', () => {
+  for (const command of [['proxy'], ['run']]) {
+    it(`cacheward ${command[0]} --fix no-such-fix: one line, exit 2`, async () => {
+      const home = mkdtempSync(join(tmpdir(), 'cacheward-warm-cli-'));
+      const agent = command[0] === 'run' ? ['--', process.execPath, '-e', ''] : [];
+      const r = await cli([...command, '--port', '0', '--dir', home, '--fix', 'no-such-fix', ...agent]);
+      rmSync(home, { recursive: true, force: true });
+      expect(r.code).toBe(2);
+      expect(r.stderr.split('\n')).toEqual([expect.stringMatching(/unknown fix "no-such-fix"/)]);
     });
   }
 });
