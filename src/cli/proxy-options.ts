@@ -145,11 +145,18 @@ export function proxyOptionsFrom(
 }
 
 /**
- * Warms up (unless `warmUp` is false), creates the proxy and listens; a port in use, an unknown fix or a
- * refused configuration is an InputError. A warm-up that fails is one info line: the start goes on.
+ * Creates the proxy (an unknown fix or a bad upstream is refused here, before any warm-up), warms up (unless
+ * `warmUp` is false) and listens; a port in use or a refused configuration is an InputError. A warm-up that
+ * fails is one info line: the start goes on.
  */
 export async function startProxy(options: CliProxyOptions): Promise<CachewardProxy> {
   const { port, host, warmUp, ...rest } = options;
+  let proxy: CachewardProxy;
+  try {
+    proxy = createProxy(rest);
+  } catch (err) {
+    throw new InputError((err as Error).message);
+  }
   if (warmUp !== false) {
     const warmed = await warmUpProxy({
       ...(rest.capture ? { capture: rest.capture } : {}),
@@ -160,7 +167,6 @@ export async function startProxy(options: CliProxyOptions): Promise<CachewardPro
       rest.logger?.info?.(`warm-up stopped (${warmed.error}): the first requests run cold`);
   }
   try {
-    const proxy = createProxy(rest);
     await proxy.listen({ ...(port !== undefined ? { port } : {}), ...(host !== undefined ? { host } : {}) });
     return proxy;
   } catch (err) {
