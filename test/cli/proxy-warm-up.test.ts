@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -17,9 +17,11 @@ describe('cacheward proxy warms up before it listens, and nothing of the warm-up
     it(warm ? 'with the warm-up (the default)' : 'with --no-warm-up', async () => {
       const home = mkdtempSync(join(tmpdir(), 'cacheward-warm-cli-'));
       const dir = join(home, 'captures');
+      // Its own TMPDIR, so what the warm-up leaves there (nothing) is its alone.
+      mkdirSync(join(home, 'tmp'));
       const p = await startCliProxy(
         ['--upstream', simUrl, '--dir', dir, '--fix', 'tools-freeze', ...(warm ? [] : ['--no-warm-up'])],
-        { env: { HOME: home, XDG_STATE_HOME: join(home, 'state') } },
+        { env: { HOME: home, XDG_STATE_HOME: join(home, 'state'), TMPDIR: join(home, 'tmp') } },
       );
       try {
         const client = new Anthropic({ apiKey: 'sk-test-warm', baseURL: p.url });
@@ -37,8 +39,10 @@ describe('cacheward proxy warms up before it listens, and nothing of the warm-up
       const records = files.flatMap((f) => readFileSync(join(dir, f), 'utf8').trim().split('\n'));
       expect(records).toHaveLength(1);
       // The default state folder was never touched, nor the temporary one left behind.
-      expect(readdirSync(home).sort()).toEqual(['captures']);
+      expect(readdirSync(home).sort()).toEqual(['captures', 'tmp']);
+      expect(readdirSync(join(home, 'tmp'))).toEqual([]);
       expect(p.stderr.join('\n')).not.toMatch(/warm-up stopped/);
+      rmSync(home, { recursive: true, force: true });
     });
   }
 });
