@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,7 +6,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, describe, expect, it } from 'vitest';
 import { agentConversation } from '../../src/demo/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
-import { startCliProxy } from '../proxy/cli-proxy.js';
+import { BIN, startCliProxy } from '../proxy/cli-proxy.js';
 import { cli } from './run-cli.js';
 
 const sim = createSimulator();
@@ -56,6 +57,51 @@ describe('a configuration the proxy refuses is said once, before any warm-up', (
       rmSync(home, { recursive: true, force: true });
       expect(r.code).toBe(2);
       expect(r.stderr.split('\n')).toEqual([expect.stringMatching(/unknown fix "no-such-fix"/)]);
+    });
+  }
+});
+
+describe('a stop signal during the warm-up', () => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`${signal}: the process ends as it would have without one, and leaves no temporary folder`, async () => {
+      const home = mkdtempSync(join(tmpdir(), 'cacheward-warm-cli-'));
+      const tmp = join(home, 'tmp');
+      mkdirSync(tmp);
+      const child = spawn(
+        process.execPath,
+        [
+          BIN,
+          'proxy',
+          '--port',
+          '0',
+          '--upstream',
+          simUrl,
+          '--dir',
+          join(home, 'captures'),
+          '--capture',
+          'full',
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: tmp } },
+      );
+      const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+        child.once('exit', (code, sig) => resolve({ code, signal: sig })),
+      );
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d));
+      try {
+        // The warm-up's folder is there from the warm-up's start to its end: the signal comes inside it.
+        for (let i = 0; i < 1000 && !readdirSync(tmp).some((n) => n.startsWith('cacheward-warm-up-')); i++)
+          await new Promise((r) => setTimeout(r, 2));
+        expect(readdirSync(tmp)).not.toEqual([]);
+        child.kill(signal);
+        const end = await exited;
+        expect(end).toEqual({ code: null, signal });
+        expect(stdout).not.toMatch(/listening/);
+        expect(readdirSync(tmp)).toEqual([]);
+      } finally {
+        child.kill('SIGKILL');
+        rmSync(home, { recursive: true, force: true });
+      }
     });
   }
 });
