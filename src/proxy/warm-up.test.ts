@@ -77,4 +77,14 @@ describe('warmUpProxy', () => {
     expect(result.error).toMatch(/ENOENT.*missing/);
     expect(readdirSync(home)).toEqual(['tmp']);
   });
+
+  it('a signal stops it as the time limit does, says so, and it still cleans up', async () => {
+    const stop = new AbortController();
+    const running = warmUpProxy({ capture: 'full', signal: stop.signal });
+    setTimeout(() => stop.abort(), 30);
+    const result = await running;
+    expect(result.error).toBe('interrupted');
+    expect(result.exchanges).toBeLessThan(WARM_UP_ROUNDS * warmUpRequests(0).length);
+    expect(leftovers()).toEqual(before);
+  });
 });
