@@ -145,22 +145,47 @@ export function proxyOptionsFrom(
 }
 
 /**
- * Warms up (unless `warmUp` is false), creates the proxy and listens; a port in use, an unknown fix or a
- * refused configuration is an InputError. A warm-up that fails is one info line: the start goes on.
+ * Creates the proxy (an unknown fix or a bad upstream is refused here, before any warm-up), warms up (unless
+ * `warmUp` is false) and listens; a port in use or a refused configuration is an InputError. A warm-up that
+ * fails is one info line: the start goes on.
  */
 export async function startProxy(options: CliProxyOptions): Promise<CachewardProxy> {
   const { port, host, warmUp, ...rest } = options;
+  let proxy: CachewardProxy;
+  try {
+    proxy = createProxy(rest);
+  } catch (err) {
+    throw new InputError((err as Error).message);
+  }
   if (warmUp !== false) {
-    const warmed = await warmUpProxy({
-      ...(rest.capture ? { capture: rest.capture } : {}),
-      ...(rest.fixes ? { fixes: rest.fixes } : {}),
-      ...(rest.registry ? { registry: rest.registry } : {}),
-    });
+    // SIGINT or SIGTERM now stops the warm-up, which removes its folder, then ends the process as the
+    // signal would have (nothing listens yet): killed by it, a temporary folder was left behind.
+    const interrupted = new AbortController();
+    let signalled: NodeJS.Signals | undefined;
+    const onSignal = (signal: NodeJS.Signals) => {
+      signalled = signal;
+      interrupted.abort();
+    };
+    process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
+    let warmed: Awaited<ReturnType<typeof warmUpProxy>>;
+    try {
+      warmed = await warmUpProxy({
+        ...(rest.capture ? { capture: rest.capture } : {}),
+        ...(rest.fixes ? { fixes: rest.fixes } : {}),
+        ...(rest.registry ? { registry: rest.registry } : {}),
+        signal: interrupted.signal,
+      });
+    } finally {
+      process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+    }
+    if (signalled) {
+      process.kill(process.pid, signalled);
+      throw new InputError(`stopped by ${signalled} before it listened`);
+    }
     if (warmed.error !== undefined)
       rest.logger?.info?.(`warm-up stopped (${warmed.error}): the first requests run cold`);
   }
   try {
-    const proxy = createProxy(rest);
     await proxy.listen({ ...(port !== undefined ? { port } : {}), ...(host !== undefined ? { host } : {}) });
     return proxy;
   } catch (err) {

@@ -153,21 +153,27 @@ export async function openProxy(
 
   const server: Server = createServer((req, res) => listener(req, res));
   serveExpectContinue(server, (req, res) => listener(req, res));
+  // Every request's handling, until it has ended: close() waits for them, or an exchange still in flight
+  // when the connections are cut would be recorded after close() resolved (into a file opened again).
+  const handling = new Set<Promise<void>>();
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     open++;
     res.once('close', () => open--);
-    handle(req, res).catch((err) => {
-      logger.error(`unexpected error (the client got a 500): ${String(err)}`, err);
-      if (!res.headersSent) {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            type: 'error',
-            error: { type: 'api_error', message: 'cacheward proxy: internal error' },
-          }),
-        );
-      } else res.destroy();
-    });
+    const done: Promise<void> = handle(req, res)
+      .catch((err) => {
+        logger.error(`unexpected error (the client got a 500): ${String(err)}`, err);
+        if (!res.headersSent) {
+          res.writeHead(500, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({
+              type: 'error',
+              error: { type: 'api_error', message: 'cacheward proxy: internal error' },
+            }),
+          );
+        } else res.destroy();
+      })
+      .finally(() => handling.delete(done));
+    handling.add(done);
   };
   server.keepAliveTimeout = 65_000;
   server.requestTimeout = 0;
@@ -205,6 +211,7 @@ export async function openProxy(
       memory.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all([...handling]);
       await new Promise((r) => setImmediate(r));
       await Promise.all([...recording]);
       await writer.close();

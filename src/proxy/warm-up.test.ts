@@ -1,25 +1,36 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WARM_UP_ROUNDS, warmUpProxy, warmUpRequests } from './warm-up.js';
 
+// Under a TMPDIR of this test's own: another process warming up at the same time (any test that starts the
+// CLI's proxy) makes its own folders in the shared one.
 const leftovers = () => readdirSync(tmpdir()).filter((n) => n.startsWith('cacheward-warm-up-'));
 
 describe('warmUpProxy', () => {
   let home: string;
   let before: string[];
-  const saved = { XDG_STATE_HOME: process.env.XDG_STATE_HOME, HOME: process.env.HOME };
+  const saved = {
+    XDG_STATE_HOME: process.env.XDG_STATE_HOME,
+    HOME: process.env.HOME,
+    TMPDIR: process.env.TMPDIR,
+  };
+  const restore = (name: keyof typeof saved) => {
+    if (saved[name] === undefined) delete process.env[name];
+    else process.env[name] = saved[name];
+  };
   beforeEach(() => {
     // The default capture and state folders would be under here: the warm-up must leave them alone.
     home = mkdtempSync(join(tmpdir(), 'cw-warm-home-'));
     process.env.XDG_STATE_HOME = join(home, 'state');
     process.env.HOME = home;
+    mkdirSync(join(home, 'tmp'));
+    process.env.TMPDIR = join(home, 'tmp');
     before = leftovers();
   });
   afterEach(() => {
-    process.env.XDG_STATE_HOME = saved.XDG_STATE_HOME;
-    process.env.HOME = saved.HOME;
+    for (const name of ['XDG_STATE_HOME', 'HOME', 'TMPDIR'] as const) restore(name);
     rmSync(home, { recursive: true, force: true });
   });
 
@@ -32,7 +43,7 @@ describe('warmUpProxy', () => {
         expect(result.exchanges).toBe(sent);
       }
     }
-    expect(readdirSync(home)).toEqual([]);
+    expect(readdirSync(home)).toEqual(['tmp']);
     expect(leftovers()).toEqual(before);
   });
 
@@ -56,6 +67,24 @@ describe('warmUpProxy', () => {
     const result = await warmUpProxy({ fixes: ['no-such-fix'] });
     expect(result.exchanges).toBe(0);
     expect(result.error).toMatch(/no-such-fix/);
+    expect(leftovers()).toEqual(before);
+  });
+
+  it('a temporary folder it cannot make stops it with the reason, and nothing is left listening', async () => {
+    process.env.TMPDIR = join(home, 'missing');
+    const result = await warmUpProxy({ capture: 'full', fixes: ['tools-freeze'] });
+    expect(result.exchanges).toBe(0);
+    expect(result.error).toMatch(/ENOENT.*missing/);
+    expect(readdirSync(home)).toEqual(['tmp']);
+  });
+
+  it('a signal stops it as the time limit does, says so, and it still cleans up', async () => {
+    const stop = new AbortController();
+    const running = warmUpProxy({ capture: 'full', signal: stop.signal });
+    setTimeout(() => stop.abort(), 30);
+    const result = await running;
+    expect(result.error).toBe('interrupted');
+    expect(result.exchanges).toBeLessThan(WARM_UP_ROUNDS * warmUpRequests(0).length);
     expect(leftovers()).toEqual(before);
   });
 });

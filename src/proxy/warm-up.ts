@@ -18,6 +18,8 @@ export interface WarmUpOptions {
   registry?: FixRegistry;
   /** Gives up (and the start goes on) after this long, in ms (default 5,000). */
   timeoutMs?: number;
+  /** Stops it early, as the time limit does (the CLI's SIGINT/SIGTERM): it still cleans up before it returns. */
+  signal?: AbortSignal;
 }
 
 /** How the warm-up went: exchanges answered, how long it took, and why it stopped early if it did. */
@@ -86,9 +88,13 @@ export async function warmUpProxy(options: WarmUpOptions = {}): Promise<WarmUpRe
   // At the time limit the run stops at its next step (a request in flight is aborted) and cleans up after
   // itself before this returns: nothing is left listening or on disk.
   const stop = new AbortController();
+  const why = () => (options.signal?.aborted ? 'interrupted' : `took longer than ${limitMs} ms`);
   const check = () => {
-    if (stop.signal.aborted) throw new Error(`took longer than ${limitMs} ms`);
+    if (stop.signal.aborted) throw new Error(why());
   };
+  const interrupt = () => stop.abort();
+  options.signal?.addEventListener('abort', interrupt, { once: true });
+  if (options.signal?.aborted) stop.abort();
   const run = async () => {
     let dir: string | undefined;
     const sim = createSimulator({ logger: { error: () => {} } });
@@ -136,9 +142,10 @@ export async function warmUpProxy(options: WarmUpOptions = {}): Promise<WarmUpRe
   try {
     await run();
   } catch (err) {
-    error = stop.signal.aborted ? `took longer than ${limitMs} ms` : (err as Error).message;
+    error = stop.signal.aborted ? why() : (err as Error).message;
   } finally {
     clearTimeout(timer);
+    options.signal?.removeEventListener('abort', interrupt);
   }
   const result: WarmUpResult = { exchanges, ms: performance.now() - started };
   if (error !== undefined) result.error = error;
