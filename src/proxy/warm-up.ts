@@ -1,5 +1,5 @@
-// Warms the proxy's code before it takes traffic: a few generated exchanges through a throwaway proxy and the
-// simulator, both on loopback in this process. Never touches the real proxy's capture, state or telemetry; never fails a start.
+// Warms the proxy's code before it takes traffic: generated exchanges through a throwaway proxy and simulator.
+// It never touches the real proxy's capture, state or telemetry, never leaves loopback, never fails a start.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,16 +9,16 @@ import type { Json } from '../core/json.js';
 import { agentConversation } from '../demo/agent-conversation.js';
 import type { Fix, FixRegistry } from '../fixes/fix.js';
 import { createSimulator } from '../sim/simulator.js';
-import { createProxy } from './create-proxy.js';
+import { type CachewardProxy, createProxy } from './create-proxy.js';
 
 /** What the warm-up runs: the real proxy's capture mode and fixes, so their code is what gets compiled. */
 export interface WarmUpOptions {
   capture?: CaptureMode;
   fixes?: ReadonlyArray<string | Fix>;
   registry?: FixRegistry;
-  /** Gives up (and the start goes on) after this long, in ms (default 5,000). */
+  /** Gives up (and the start goes on) at its next step after this long, in ms (default 5,000). */
   timeoutMs?: number;
-  /** Stops it early, as the time limit does (the CLI's SIGINT/SIGTERM): it still cleans up before it returns. */
+  /** Stops it early, as the time limit does (the CLI's SIGINT/SIGTERM); it still cleans up before returning. */
   signal?: AbortSignal;
 }
 
@@ -98,7 +98,7 @@ export async function warmUpProxy(options: WarmUpOptions = {}): Promise<WarmUpRe
   const run = async () => {
     let dir: string | undefined;
     const sim = createSimulator({ logger: { error: () => {} } });
-    let proxy: ReturnType<typeof createProxy> | undefined;
+    let proxy: CachewardProxy | undefined;
     try {
       const simUrl = await sim.listen({ host: '127.0.0.1', port: 0 });
       check();
