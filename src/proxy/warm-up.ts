@@ -1,4 +1,4 @@
-// Warms the proxy's code before it takes traffic: generated exchanges through a throwaway proxy and simulator.
+// Warms the proxy's code before it takes traffic: made-up exchanges through a throwaway proxy and simulator.
 // It never touches the real proxy's capture, state or telemetry, never leaves loopback, never fails a start.
 
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,7 +18,7 @@ export interface WarmUpOptions {
   registry?: FixRegistry;
   /** Gives up (and the start goes on) at its next step after this long, in ms (default 5,000). */
   timeoutMs?: number;
-  /** Stops it early, as the time limit does (the CLI's SIGINT/SIGTERM); it still cleans up before returning. */
+  /** Stops it early, as the time limit does (the CLI's SIGINT/SIGTERM); it still cleans up first. */
   signal?: AbortSignal;
 }
 
