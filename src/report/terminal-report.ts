@@ -29,7 +29,7 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
   const last = Math.max(...a.sessions.map((x) => x.last));
   out.push(
     s.bold(
-      `cacheward report: ${n.format(t.sessions)} session${t.sessions === 1 ? '' : 's'}, ${n.format(t.requests)} requests` +
+      `cacheward report: ${n.format(t.sessions)} session${t.sessions === 1 ? '' : 's'}, ${n.format(t.requests)} request${t.requests === 1 ? '' : 's'}` +
         (Number.isFinite(first)
           ? `, ${new Date(first).toISOString().slice(0, 16).replace('T', ' ')} to ${clockTime(last).slice(0, 5)} UTC`
           : ''),
@@ -72,8 +72,16 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
     out.push(s.dim(`  … and ${a.sessions.length - 15} more sessions (--json has them all)`));
   const misses = a.misses.filter((m) => m.cause !== 'cold_start');
   out.push('');
+  // When no session had a second request, nothing was there to read: said as such.
+  const laterTurns = a.sessions.some((x) => x.requests > 1);
   if (!misses.length)
-    out.push(s.green('no re-written prefixes: every turn read what the one before it cached'));
+    out.push(
+      s.green(
+        laterTurns
+          ? 'no re-written prefixes: every turn read what the one before it cached'
+          : 'no re-written prefixes: no session has a second request yet, to read what the first cached',
+      ),
+    );
   else {
     out.push(s.bold(`costliest misses (${misses.length} in all):`));
     for (const m of misses.slice(0, maxMisses)) out.push(`  ${missLine(m)}`);

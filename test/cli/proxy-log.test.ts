@@ -58,6 +58,6 @@ describe('cacheward proxy request lines', () => {
   it('--quiet: no request line, the stop line still', async () => {
     const { rows, stderr } = await run('--quiet');
     expect(rows).toEqual([]);
-    expect(stderr.some((l) => l.startsWith('cacheward proxy: stopped; 1 exchanges captured'))).toBe(true);
+    expect(stderr.some((l) => l.startsWith('cacheward proxy: stopped; 1 exchange captured'))).toBe(true);
   });
 });

@@ -7,6 +7,7 @@ import { lineLogger } from '../../core/logger.js';
 import { type LiveRequest, liveLogLine } from '../../proxy/live-analysis.js';
 import type { CliIO } from '../io.js';
 import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-options.js';
+import { runCaptureFiles } from '../run-captures.js';
 import { shellQuote } from '../shell-quote.js';
 import { waitForStop } from '../stop-signal.js';
 
@@ -34,6 +35,9 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
       // One line per finished request, with its cause (computed after the response, by the analyzer).
       const format = opts.quiet ? undefined : (opts.log ?? (process.stderr.isTTY ? 'text' : undefined));
       const lines = lineLogger<LiveRequest>('cacheward proxy', (l) => io.err(l));
+      // The files this proxy writes (its pid is in their names), for the report command it ends with.
+      const captures = runCaptureFiles(opts.dir ? { dir: opts.dir } : {});
+      await captures.before();
       const proxy = await startProxy({
         ...proxyOptionsFrom(opts, (line) => lines.warn?.(line)),
         logger: {
@@ -58,8 +62,12 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
       await proxy.close();
       const after = proxy.health().capture;
       if (reason !== 'EPIPE' && after.mode !== 'off') {
+        // The report command names this proxy's own files: the folder may hold earlier captures too.
+        const mine = after.written ? await captures.after() : [];
         io.err(
-          `cacheward proxy: stopped; ${after.written} exchanges captured in ${after.dir}. Report on them: cacheward report ${shellQuote(after.dir)}`,
+          after.written === 0
+            ? `cacheward proxy: stopped; nothing captured in ${after.dir}.`
+            : `cacheward proxy: stopped; ${after.written} exchange${after.written === 1 ? '' : 's'} captured in ${after.dir}. Report on them: cacheward report ${(mine.length ? mine : [after.dir]).map(shellQuote).join(' ')}`,
         );
       }
       setExit(0);
