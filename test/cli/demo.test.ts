@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -33,6 +33,23 @@ describe('cacheward demo', () => {
     expect(Number(spend?.[2])).toBeLessThan(Number(spend?.[1]));
     expect(table).toMatch(/fork_diverged\s+1 × \$[\d.]+\s+-/);
     expect(table).toContain("fork_diverged is gone: the review fork started from its parent's fix state");
+  });
+
+  it('keeps its captures with --captures in folders only their owner can read, and lines its steps up', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'cacheward-demo-captures-'));
+    const dir = join(root, 'deep', 'c');
+    const r = await cli(['demo', '--captures', dir]);
+    expect(r.code).toBe(0);
+    for (const d of [join(root, 'deep'), dir]) expect(statSync(d).mode & 0o777).toBe(0o700);
+    for (const f of readdirSync(dir).filter((n) => n.endsWith('.jsonl')))
+      expect(statSync(join(dir, f)).mode & 0o777).toBe(0o600);
+    // The scripted steps' labels start in one column, the longest session name included.
+    const steps = r.stdout
+      .split('\n')
+      .filter((l) => /^ {2}(main|review-fork|summary-\S+|classifier)\s/.test(l));
+    expect(steps.length).toBeGreaterThan(3);
+    const column = (l: string) => l.search(/\S/g) + (l.trimStart().match(/^\S+\s+/)?.[0].length ?? 0);
+    expect(new Set(steps.map(column)).size).toBe(1);
   });
 
   it('cites public sources (issue and PR references, public docs) in its "seen in" lines, no local files', async () => {

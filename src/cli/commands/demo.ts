@@ -88,7 +88,8 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
       const dir = opts.captures ?? (await mkdtemp(join(tmpdir(), 'cacheward-demo-')));
       try {
         const run = await runBustSession(dir);
-        for (const step of run.steps) io.out(s.dim(`  ${step.session.padEnd(12)} ${step.label}`));
+        const width = Math.max(...run.steps.map((step) => step.session.length));
+        for (const step of run.steps) io.out(s.dim(`  ${step.session.padEnd(width)} ${step.label}`));
         io.out('');
         const result = await analyzePaths([dir], { prices: new PriceTable() });
         for (const line of renderTerminalReport(result, s, 20)) io.out(line);
@@ -146,7 +147,8 @@ async function writableFolder(flag: string, dir: string): Promise<void> {
       `${flag} ${dir}: a file is there, not a folder; pass a folder (it is created if missing)`,
     );
   try {
-    await mkdir(dir, { recursive: true });
+    // Captures go in folders only their owner can read, as the proxy's do.
+    await mkdir(dir, { recursive: true, ...(flag === '--captures' ? { mode: 0o700 } : {}) });
   } catch (err) {
     throw new InputError(`${flag} ${dir}: cannot create the folder: ${(err as Error).message}`);
   }
