@@ -184,7 +184,9 @@ export async function startProxy(options: CliProxyOptions): Promise<CachewardPro
       throw new InputError(`stopped by ${signalled} before it listened`);
     }
     if (warmed.error !== undefined)
-      rest.logger?.info?.(`warm-up stopped (${warmed.error}): the first requests run cold`);
+      rest.logger?.info?.(
+        `warm-up stopped (${warmed.error}): the first requests run cold (it needs a writable TMPDIR; --no-warm-up skips it)`,
+      );
     // What the throwaway proxy and simulator allocated is garbage now: one compacting collection gives its
     // pages back before anything listens (~20-30 MB of RSS otherwise held while idle).
     fullCollect(true);
