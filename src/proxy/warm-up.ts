@@ -84,68 +84,57 @@ export function warmUpRequests(round: number): Array<{ path: string; body: Json 
 export async function warmUpProxy(options: WarmUpOptions = {}): Promise<WarmUpResult> {
   const started = performance.now();
   const limitMs = options.timeoutMs ?? 5_000;
-  let exchanges = 0;
-  // At the time limit the run stops at its next step (a request in flight is aborted) and cleans up after
-  // itself before this returns: nothing is left listening or on disk.
-  const stop = new AbortController();
+  // At the time limit (or the caller's signal) the run stops at its next step, a request in flight aborted,
+  // and cleans up after itself before this returns: nothing is left listening or on disk.
+  const stop = AbortSignal.any([AbortSignal.timeout(limitMs), ...(options.signal ? [options.signal] : [])]);
   const why = () => (options.signal?.aborted ? 'interrupted' : `took longer than ${limitMs} ms`);
   const check = () => {
-    if (stop.signal.aborted) throw new Error(why());
+    if (stop.aborted) throw new Error(why());
   };
-  const interrupt = () => stop.abort();
-  options.signal?.addEventListener('abort', interrupt, { once: true });
-  if (options.signal?.aborted) stop.abort();
-  const run = async () => {
-    let dir: string | undefined;
-    const sim = createSimulator({ logger: { error: () => {} } });
-    let proxy: CachewardProxy | undefined;
-    try {
-      const simUrl = await sim.listen({ host: '127.0.0.1', port: 0 });
-      check();
-      // Its own folder for capture and state (0700, removed after): nothing reaches the real ones.
-      dir = await mkdtemp(join(tmpdir(), 'cacheward-warm-up-'));
-      check();
-      proxy = createProxy({
-        upstream: simUrl,
-        capture: options.capture ?? 'hashes',
-        dir,
-        stateDir: join(dir, 'state'),
-        state: 'memory',
-        ...(options.fixes ? { fixes: options.fixes } : {}),
-        ...(options.registry ? { registry: options.registry } : {}),
-        logger: { info: () => {}, warn: () => {}, error: () => {} },
-      });
-      const url = await proxy.listen({ host: '127.0.0.1', port: 0 });
-      const requests = Array.from({ length: WARM_UP_ROUNDS }, (_, round) => warmUpRequests(round)).flat();
-      for (const { path, body } of requests) {
-        check();
-        const res = await fetch(`${url}${path}`, {
-          method: 'POST',
-          headers: path === '/v1/messages' ? HEADERS.anthropic : HEADERS.openai,
-          body: JSON.stringify(body),
-          signal: stop.signal,
-        });
-        await res.arrayBuffer();
-        if (res.ok) exchanges++;
-      }
-      check();
-      // Each exchange's record and analysis run after its response: wait for them too.
-      await proxy.flush();
-    } finally {
-      await proxy?.close().catch(() => {});
-      await sim.close().catch(() => {});
-      if (dir) await rm(dir, { recursive: true, force: true }).catch(() => {});
-    }
-  };
-  const timer = setTimeout(() => stop.abort(), limitMs);
+  let exchanges = 0;
   let error: string | undefined;
+  let dir: string | undefined;
+  let proxy: CachewardProxy | undefined;
+  const sim = createSimulator({ logger: { error: () => {} } });
   try {
-    await run();
+    check();
+    const simUrl = await sim.listen({ host: '127.0.0.1', port: 0 });
+    check();
+    // Its own folder for capture and state (0700, removed after): nothing reaches the real ones.
+    dir = await mkdtemp(join(tmpdir(), 'cacheward-warm-up-'));
+    check();
+    proxy = createProxy({
+      upstream: simUrl,
+      capture: options.capture ?? 'hashes',
+      dir,
+      stateDir: join(dir, 'state'),
+      state: 'memory',
+      ...(options.fixes ? { fixes: options.fixes } : {}),
+      ...(options.registry ? { registry: options.registry } : {}),
+      logger: { info: () => {}, warn: () => {}, error: () => {} },
+    });
+    const url = await proxy.listen({ host: '127.0.0.1', port: 0 });
+    const requests = Array.from({ length: WARM_UP_ROUNDS }, (_, round) => warmUpRequests(round)).flat();
+    for (const { path, body } of requests) {
+      check();
+      const res = await fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: path === '/v1/messages' ? HEADERS.anthropic : HEADERS.openai,
+        body: JSON.stringify(body),
+        signal: stop,
+      });
+      await res.arrayBuffer();
+      if (res.ok) exchanges++;
+    }
+    check();
+    // Each exchange's record and analysis run after its response: wait for them too.
+    await proxy.flush();
   } catch (err) {
-    error = stop.signal.aborted ? why() : (err as Error).message;
+    error = stop.aborted ? why() : (err as Error).message;
   } finally {
-    clearTimeout(timer);
-    options.signal?.removeEventListener('abort', interrupt);
+    await proxy?.close().catch(() => {});
+    await sim.close().catch(() => {});
+    if (dir) await rm(dir, { recursive: true, force: true }).catch(() => {});
   }
   const result: WarmUpResult = { exchanges, ms: performance.now() - started };
   if (error !== undefined) result.error = error;
