@@ -42,7 +42,8 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
     )
     .action(async (opts: DemoOptions) => {
       if (opts.write) await writableFolder('--write', opts.write);
-      if (opts.captures) await writableFolder('--captures', opts.captures);
+      // Captures go in folders only their owner can read, as the proxy's do.
+      if (opts.captures) await writableFolder('--captures', opts.captures, 0o700);
       const s = styles(io.color);
       const builder = new PrefixBuilder();
       const examples = bustExamples();
@@ -139,16 +140,15 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
     });
 }
 
-/** A folder the demo may write into: created when missing, refused (one line) when a file is in the way. */
-async function writableFolder(flag: string, dir: string): Promise<void> {
+/** A folder the demo may write into: created when missing (with `mode`), refused (one line) when a file is in the way. */
+async function writableFolder(flag: string, dir: string, mode?: number): Promise<void> {
   const s = await stat(dir).catch(() => undefined);
   if (s && !s.isDirectory())
     throw new InputError(
       `${flag} ${dir}: a file is there, not a folder; pass a folder (it is created if missing)`,
     );
   try {
-    // Captures go in folders only their owner can read, as the proxy's do.
-    await mkdir(dir, { recursive: true, ...(flag === '--captures' ? { mode: 0o700 } : {}) });
+    await mkdir(dir, { recursive: true, ...(mode !== undefined ? { mode } : {}) });
   } catch (err) {
     throw new InputError(`${flag} ${dir}: cannot create the folder: ${(err as Error).message}`);
   }
