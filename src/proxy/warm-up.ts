@@ -32,7 +32,7 @@ export interface WarmUpResult {
 /**
  * How many times the requests are sent (each time another conversation): a first call only compiles a
  * function, V8 optimizes it after more. Five rounds took the first real exchange's longest after-response
- * slice from 14–33 ms to about 5 for ~0.3 s more start-up (bench/cold-start.ts).
+ * slice from 15–16.5 ms to 2.7–3.5 for 0.3–0.4 s more start-up (bench/cold-start.ts).
  */
 export const WARM_UP_ROUNDS = 5;
 
