@@ -6,6 +6,7 @@ import type { ListenOptions } from '../core/listen.js';
 import { ttlFix } from '../fixes/ttl.js';
 import { type CachewardProxy, createProxy, type ProxyOptions } from '../proxy/create-proxy.js';
 import { fullCollect } from '../proxy/memory-release.js';
+import { tuneHeapForProxy } from '../proxy/proxy-heap.js';
 import { warmUpProxy } from '../proxy/warm-up.js';
 import { OtlpConfigError, otlpOptions } from '../telemetry/otlp-config.js';
 import { parsePort, parseUpstream, portInUse } from './option-values.js';
@@ -152,6 +153,8 @@ export function proxyOptionsFrom(
  */
 export async function startProxy(options: CliProxyOptions): Promise<CachewardProxy> {
   const { port, host, warmUp, ...rest } = options;
+  // This process is a proxy from here: a heap sized for that (see proxy-heap.ts).
+  tuneHeapForProxy();
   let proxy: CachewardProxy;
   try {
     proxy = createProxy(rest);

@@ -61,4 +61,5 @@ export {
   type ProxyOptions,
 } from './create-proxy.js';
 export { type LiveRequest, liveLogLine } from './live-analysis.js';
+export { PROXY_HEAP_FLAGS, tuneHeapForProxy } from './proxy-heap.js';
 export { type CapturingFetch, type WrapFetchOptions, wrapFetch } from './wrap-fetch.js';
