@@ -1,7 +1,7 @@
 // Sets the V8 heap behaviour a proxy process runs best with (its own process: `cacheward proxy`, `run`).
 // Never called by createProxy itself: a library user's process keeps the flags its owner chose.
 
-import { setFlagsFromString } from 'node:v8';
+import { applyHeapFlags } from '../core/heap-flags.js';
 
 /**
  * The flag, and why. A proxy's heap is mostly long-lived bounded state (the kept bodies' scans, the
@@ -12,13 +12,9 @@ import { setFlagsFromString } from 'node:v8';
  * leaves room for tens of MB between collections. Measured by bench/proxy-fixes.ts (CPU per request) and
  * bench/memory.ts (RSS), alternated with the build without it; the figures are in the README.
  */
-export const PROXY_HEAP_FLAGS = ['--heap-growing-percent=100'];
-
-let tuned = false;
+export const PROXY_HEAP_FLAGS: readonly string[] = ['--heap-growing-percent=100'];
 
 /** Applies {@link PROXY_HEAP_FLAGS} to this process, once; V8 reads it at each collection. */
 export function tuneHeapForProxy(): void {
-  if (tuned) return;
-  tuned = true;
-  for (const flag of PROXY_HEAP_FLAGS) setFlagsFromString(flag);
+  applyHeapFlags(PROXY_HEAP_FLAGS);
 }

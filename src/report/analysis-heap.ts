@@ -1,7 +1,7 @@
 // Sets the V8 heap behaviour a report process runs best with (its own process: `cacheward report`, `whatif`).
 // Never called by the library's analysis itself, nor by a long-running command (the proxy keeps V8's defaults).
 
-import { setFlagsFromString } from 'node:v8';
+import { applyHeapFlags } from '../core/heap-flags.js';
 
 /**
  * The flags, and why. An analysis promotes ~6.7 KB per record that is long-lived by design (recent
@@ -15,9 +15,10 @@ import { setFlagsFromString } from 'node:v8';
  * the four large captures, agent and Claude Code layouts (2026-12-01 23:25, quiet, two alternated runs
  * each: 100,000 requests on Claude Code's layout 286-293 -> 263-265 MB), in the same time within noise.
  */
-export const ANALYSIS_HEAP_FLAGS = ['--heap-growing-percent=100', '--no-allocation-site-pretenuring'];
-
-let tuned = false;
+export const ANALYSIS_HEAP_FLAGS: readonly string[] = [
+  '--heap-growing-percent=100',
+  '--no-allocation-site-pretenuring',
+];
 
 /**
  * Applies {@link ANALYSIS_HEAP_FLAGS} to this process, once. V8 reads both at each collection and each
@@ -25,7 +26,5 @@ let tuned = false;
  * RSS falls with them set this way exactly as with them on the command line).
  */
 export function tuneHeapForAnalysis(): void {
-  if (tuned) return;
-  tuned = true;
-  for (const flag of ANALYSIS_HEAP_FLAGS) setFlagsFromString(flag);
+  applyHeapFlags(ANALYSIS_HEAP_FLAGS);
 }
