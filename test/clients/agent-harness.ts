@@ -19,6 +19,16 @@ export const CODEX_KEY_ENV = 'CACHEWARD_TEST_OPENAI_KEY';
 
 export type AgentName = 'claude' | 'codex';
 
+/**
+ * Which Claude Code: the newest on npm when this was written (`claude-code-newest`, an npm alias in
+ * package.json), or the older version the project has pinned since (`@anthropic-ai/claude-code`).
+ */
+export type ClaudeVersion = 'newest' | 'pinned';
+export const CLAUDE_PACKAGES: Record<ClaudeVersion, string> = {
+  newest: 'claude-code-newest',
+  pinned: '@anthropic-ai/claude-code',
+};
+
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = join(ROOT, 'dist/cli/bin.js');
 const require = createRequire(import.meta.url);
@@ -58,6 +68,8 @@ export interface RunOptions {
   mcpServers?: Record<string, McpServerSpec>;
   /** Codex's model (default gpt-5.5). */
   model?: string;
+  /** Which Claude Code to run (default the newest). */
+  claude?: ClaudeVersion;
 }
 
 /** One provider's counters as `GET /_sim/stats` reports them. */
@@ -174,8 +186,8 @@ async function getJson(url: string): Promise<Record<string, unknown>> {
 }
 
 /** The Claude Code command: its native binary, or the package's own Node launcher if postinstall did not run. */
-export function claudeCommand(): string[] {
-  const pkg = dirname(require.resolve('@anthropic-ai/claude-code/package.json'));
+export function claudeCommand(version: ClaudeVersion = 'newest'): string[] {
+  const pkg = dirname(require.resolve(`${CLAUDE_PACKAGES[version]}/package.json`));
   const bin = join(pkg, 'bin/claude.exe');
   // The postinstall replaces a small placeholder with the platform's native binary.
   if (existsSync(bin) && statSync(bin).size > 64 * 1024) return [bin];
@@ -315,7 +327,7 @@ export async function startAgentStack(options: StackOptions): Promise<AgentStack
         writeFileSync(file, JSON.stringify({ mcpServers: o.mcpServers }));
         mcp.push('--mcp-config', file);
       }
-      argv = [...claudeCommand(), '-p', o.prompt, ...mcp, ...(o.args ?? [])];
+      argv = [...claudeCommand(o.claude), '-p', o.prompt, ...mcp, ...(o.args ?? [])];
     } else {
       const codexHome = join(home, 'codex');
       mkdirSync(codexHome, { recursive: true, mode: 0o700 });

@@ -50,6 +50,8 @@ export const script = ({ workDir }: { workDir: string }) => ({
           ],
         },
         { text: 'Delegated: done.' },
+        // The newest Claude Code runs the subagent in the background and is told when it is done.
+        { text: 'Subagent reported.' },
       ],
     },
     {
@@ -61,6 +63,30 @@ export const script = ({ workDir }: { workDir: string }) => ({
           text: 'Looking up.',
           tool_calls: [{ name: 'mcp__fixture__lookup', input: { word: 'cache' } }],
           delay_ms: 1500,
+        },
+        { text: 'Using it.', tool_calls: [{ name: 'mcp__fixture__extra_1', input: {} }] },
+        { text: 'Grown.' },
+      ],
+    },
+    {
+      // The newest Claude Code defers MCP tools behind ToolSearch: its tools[] never changes.
+      match: 'TOOLSEARCH-TASK',
+      turns: [
+        {
+          text: 'Searching.',
+          tool_calls: [
+            { name: 'ToolSearch', input: { query: 'select:mcp__fixture__grow,mcp__fixture__lookup' } },
+          ],
+        },
+        { text: 'Growing.', tool_calls: [{ name: 'mcp__fixture__grow', input: {} }] },
+        {
+          text: 'Looking up.',
+          tool_calls: [{ name: 'mcp__fixture__lookup', input: { word: 'cache' } }],
+          delay_ms: 1500,
+        },
+        {
+          text: 'Searching again.',
+          tool_calls: [{ name: 'ToolSearch', input: { query: 'select:mcp__fixture__extra_1' } }],
         },
         { text: 'Using it.', tool_calls: [{ name: 'mcp__fixture__extra_1', input: {} }] },
         { text: 'Grown.' },
