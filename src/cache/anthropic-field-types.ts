@@ -2,9 +2,7 @@
 // any caching rule runs. Pure: a parsed body in, the first violation out; it never changes the body.
 
 import { isObj, type Json } from '../core/json.js';
-import type { RuleViolation } from './anthropic-rules.js';
-
-const bad = (message: string): RuleViolation => ({ status: 400, type: 'invalid_request_error', message });
+import { invalidRequest as bad, type RuleViolation } from './rule-violation.js';
 
 /** A `cache_control` value: an object whose `type` is `ephemeral` (the TTL is checked with the breakpoints). */
 function checkMarker(value: unknown, at: string): RuleViolation | undefined {

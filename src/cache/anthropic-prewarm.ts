@@ -2,9 +2,7 @@
 // read and written at its breakpoints, nothing is generated. Pure: the rules and the reply, no I/O.
 
 import { isObj, type Json } from '../core/json.js';
-import type { RuleViolation } from './anthropic-rules.js';
-
-const bad = (message: string): RuleViolation => ({ status: 400, type: 'invalid_request_error', message });
+import { invalidRequest as bad, type RuleViolation } from './rule-violation.js';
 
 /** Whether a (valid) request is a pre-warm: `max_tokens: 0`. */
 export function isPrewarm(body: Json): boolean {

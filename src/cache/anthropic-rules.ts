@@ -7,13 +7,9 @@ import { checkAnthropicFieldTypes } from './anthropic-field-types.js';
 import { anthropicModelFacts } from './anthropic-models.js';
 import { checkMaxTokens } from './anthropic-prewarm.js';
 import { checkToolSearch } from './anthropic-tool-search.js';
+import { invalidRequest as bad, type RuleViolation } from './rule-violation.js';
 
-/** A rule the request broke: the provider's error type and message. */
-export interface RuleViolation {
-  status: 400 | 413;
-  type: 'invalid_request_error' | 'request_too_large';
-  message: string;
-}
+export type { RuleViolation } from './rule-violation.js';
 
 export const MID_CONVERSATION_TOOL_CHANGES_BETA = 'mid-conversation-tool-changes-2026-07-01';
 const MAX_BREAKPOINTS = 4;
@@ -263,8 +259,4 @@ function where(prefix: Prefix, index: number): string {
   if (b.level === 'tools') return `tools.${index - prefix.levels.tools.start}`;
   if (b.level === 'system') return `system.${b.partIndex ?? 0}`;
   return `messages.${b.messageIndex ?? 0}.content.${b.partIndex ?? 0}`;
-}
-
-function bad(message: string): RuleViolation {
-  return { status: 400, type: 'invalid_request_error', message };
 }

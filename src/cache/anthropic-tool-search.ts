@@ -2,9 +2,8 @@
 // `tool_reference` naming no declared tool, a `tool_result` answering a server tool's `srvtoolu_` id. Pure.
 
 import { isObj, type Json } from '../core/json.js';
-import type { RuleViolation } from './anthropic-rules.js';
+import { invalidRequest as bad, type RuleViolation } from './rule-violation.js';
 
-const bad = (message: string): RuleViolation => ({ status: 400, type: 'invalid_request_error', message });
 const blocksOf = (msg: Json): Json[] =>
   Array.isArray(msg.content) ? (msg.content.filter(isObj) as Json[]) : [];
 
