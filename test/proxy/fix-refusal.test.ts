@@ -6,13 +6,18 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PriceTable } from '../../src/analyze/price-table.js';
 import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
+import { analyzePaths } from '../../src/report/analyze-paths.js';
+import { renderTerminalReport } from '../../src/report/terminal-report.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { type RedisServer, redisInstalled, startRedis } from '../state/redis-server.js';
 
 type Json = Record<string, unknown>;
+const same = (t: string) => t;
+const plain = { bold: same, dim: same, yellow: same, green: same };
 const MODEL = 'claude-opus-5';
 const KEY = 'sk-test-refusal';
 
@@ -216,6 +221,9 @@ describe('a fix the provider refuses is withdrawn', () => {
         // What the provider answered is what the capture keeps: the client's own bytes.
         expect(refused.body?.equals(sent[c.refusedTurn] as Buffer)).toBe(true);
         expect(refused.clientBody).toBeUndefined();
+        // The report says so.
+        const report = renderTerminalReport(await analyzePaths([dir], { prices: new PriceTable() }), plain);
+        expect(report.join('\n')).toContain(`fix refused by the provider: ${c.fix} 1×`);
         // The requests after it go out as the client sent them: the fix is off for the conversation.
         for (let k = c.refusedTurn + 1; k < c.turns.length; k++) {
           const r = recs[k] as ReadRecord;
