@@ -116,6 +116,13 @@ const CASES: Case[] = [
   },
   {
     fix: 'tools-sort',
+    marker: '"tools":[{"type":"function","name":"alpha"',
+    route: '/v1/responses',
+    turns: [(h) => responses([...h, user('first')]), (h) => responses([...h, user('second')])],
+    refusedTurn: 0,
+  },
+  {
+    fix: 'tools-sort',
     marker: '"tools":[{"type":"function","function":{"name":"alpha"',
     route: '/v1/chat/completions',
     status: 422,
@@ -142,8 +149,25 @@ function chat(messages: Json[]): Json {
   return { model: 'gpt-5.5', messages, tools: [fn('beta'), fn('alpha')] };
 }
 
+function responses(input: Json[]): Json {
+  const fn = (name: string) => ({
+    type: 'function',
+    name,
+    description: `the ${name} tool`,
+    parameters: { type: 'object', properties: {} },
+  });
+  return { model: 'gpt-5.5', input, tools: [fn('beta'), fn('alpha')] };
+}
+
 /** The assistant message a response holds, as the next request resends it. */
 function replyOf(route: string, json: Json): Json {
+  if (route === '/v1/responses') {
+    const text = (json.output as Array<{ content?: Array<{ text?: string }> }>)
+      .flatMap((o) => o.content ?? [])
+      .map((c) => c.text ?? '')
+      .join('');
+    return { role: 'assistant', content: text };
+  }
   if (route === '/v1/chat/completions') {
     const m = (json.choices as Array<{ message: Json }>)[0]?.message as Json;
     return { role: 'assistant', content: m.content };
@@ -204,7 +228,7 @@ describe('a fix the provider refuses is withdrawn', () => {
           const json = (await res.json()) as Json;
           // Every request is answered as the provider answers the client's own bytes: never the refusal.
           expect(res.status, JSON.stringify(json)).toBe(200);
-          history = [...(body.messages as Json[]), replyOf(route, json)];
+          history = [...((body.messages ?? body.input) as Json[]), replyOf(route, json)];
         }
         await proxy.flush();
         // One resend: the refused request went upstream twice, every other once.
@@ -221,6 +245,9 @@ describe('a fix the provider refuses is withdrawn', () => {
         // What the provider answered is what the capture keeps: the client's own bytes.
         expect(refused.body?.equals(sent[c.refusedTurn] as Buffer)).toBe(true);
         expect(refused.clientBody).toBeUndefined();
+        // The live page's state says so.
+        const live = await (await fetch(`${proxy.url}/_cacheward/state`)).text();
+        expect(live).toContain('fix refused by the provider');
         // The report says so.
         const report = renderTerminalReport(await analyzePaths([dir], { prices: new PriceTable() }), plain);
         expect(report.join('\n')).toContain(`fix refused by the provider: ${c.fix} 1×`);
