@@ -152,6 +152,11 @@ export interface AnalysisResult {
   /** Per request, for charts (id, time, tokens, cause). Always present; the HTML draws from it. */
   requests: AnalyzedRequest[];
   prices: Array<{ model: string; label: string; date: string; source: string }>;
+  /**
+   * Fixed requests the provider refused, by fix, when there were any: each went out as the client sent it
+   * instead, and the fix was withdrawn for that conversation on that model.
+   */
+  fixRefusals?: Record<string, number>;
 }
 
 export interface AnalyzeOptions {
@@ -330,6 +335,8 @@ export class Analyzer {
     { model: string; label: string; date: string; source: string }
   >();
   private outputTokens = 0;
+  /** Requests whose fixed form the provider refused, by fix (their notes say so). */
+  private readonly fixRefusals = new Map<string, number>();
 
   constructor(private readonly options: AnalyzeOptions) {
     const b = options.bounds;
@@ -359,6 +366,8 @@ export class Analyzer {
    * no other record may be added until the steps are done.
    */
   *addSteps(r: CaptureRecord): Generator<void, AnalyzedRequest | undefined> {
+    for (const f of r.fixes ?? [])
+      if (f.refused) this.fixRefusals.set(f.fix, (this.fixRefusals.get(f.fix) ?? 0) + 1);
     if (!r.prefix || r.method !== 'POST') return undefined;
     const usage =
       r.usage?.normalized ??
@@ -758,6 +767,7 @@ export class Analyzer {
       ),
       requests: this.requests,
       prices: [...this.pricesUsed.values()],
+      ...(this.fixRefusals.size ? { fixRefusals: Object.fromEntries(this.fixRefusals) } : {}),
     };
   }
 }

@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'CW_CLOCK'
   | 'CW_DEMO_STEP'
   | 'CW_FIX_INPUT'
+  | 'CW_FIX_PATCH'
   | 'CW_FORK_CHAIN'
   | 'CW_FORK_PARITY'
   | 'CW_FORK_REFUSED'

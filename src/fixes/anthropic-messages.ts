@@ -1,5 +1,5 @@
-// What the fixes share for Anthropic Messages bodies: the parsed body from the prefix model (read-only),
-// the history as content units with the prefix model's identities, and writing a rewritten body. Pure.
+// What the fixes and the replay gate share for Anthropic Messages bodies: the history's shapes and content
+// units with the prefix model's identities, tool definitions compared, the tool changes beta. Pure.
 // It never parses bytes itself and never defines an identity: those come from prefix/.
 
 import { CachewardError } from '../core/errors.js';
@@ -9,58 +9,10 @@ export { isObj, type Json } from '../core/json.js';
 
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
-import {
-  decodeKey,
-  drainSteps,
-  itemsTakenOver,
-  parseSpan,
-  type ScanNode,
-  STEP_ITEMS,
-} from '../wire/json-scan.js';
+import { decodeKey, drainSteps, itemsTakenOver, type ScanNode, STEP_ITEMS } from '../wire/json-scan.js';
 import type { FixRequest } from './fix.js';
 
 export type Message = { role: string; content: string | Json[]; [k: string]: unknown };
-
-/** The request's parsed body, as the prefix model read it. Shared: a fix copies what it changes. */
-export function bodyOf(req: Pick<FixRequest, 'prefix'>): Readonly<Json> {
-  return req.prefix.body.value();
-}
-
-/** The request's top-level `tools` as objects, parsed from their span alone (not the whole body). */
-export function toolsOf(req: Pick<FixRequest, 'prefix'>): Json[] {
-  const { root, bytes } = req.prefix.body;
-  const node = root.members.get('tools');
-  if (!node) return [];
-  // The scan hands over the node of unchanged bytes from the request before: so is its parse. Read-only.
-  const known = parsedTools.get(node);
-  if (known) return known;
-  // Unchanged bytes at another place (Claude Code sends tools after the messages, so they move on every
-  // request): the parse of a recent body's equal tools. A memcmp of the tools' bytes instead of a parse, and
-  // the same objects, so what compares them to the frozen ones remembers it did.
-  const span = bytes.subarray(node.start, node.end);
-  const same = recentTools.find((r) => r.bytes.length === span.length && r.bytes.equals(span));
-  let list = same?.list;
-  if (!list) {
-    const tools = parseSpan(bytes, node.start, node.end);
-    list = (Array.isArray(tools) ? tools : []).filter(isObj) as Json[];
-    if (span.length <= RECENT_TOOLS_MAX_BYTES) {
-      // A copy: a subarray would keep the whole body alive.
-      recentTools.unshift({ bytes: Buffer.from(span), list });
-      recentTools.length = Math.min(recentTools.length, RECENT_TOOLS);
-    }
-  } else if (same && recentTools[0] !== same) {
-    recentTools.splice(recentTools.indexOf(same), 1);
-    recentTools.unshift(same);
-  }
-  parsedTools.set(node, list);
-  return list;
-}
-
-const parsedTools = new WeakMap<object, Json[]>();
-/** The tools arrays parsed most recently (newest first), by their bytes: a few distinct tool sets at a time. */
-const recentTools: Array<{ bytes: Buffer; list: Json[] }> = [];
-const RECENT_TOOLS = 8;
-const RECENT_TOOLS_MAX_BYTES = 1024 * 1024;
 
 /** How many messages the body has, and the role of its last one, from the scan (no parse). */
 export function messageShape(req: Pick<FixRequest, 'prefix'>): {
@@ -79,10 +31,6 @@ export function messageShape(req: Pick<FixRequest, 'prefix'>): {
   };
 }
 
-export function writeBody(value: Json): Buffer {
-  return Buffer.from(JSON.stringify(value));
-}
-
 /** The blocks of a message (a string content is one text block). */
 export function blocksOf(m: Message): Json[] {
   return typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content.filter(isObj);
@@ -93,11 +41,6 @@ export interface Unit {
   role: string;
   id: string;
   block: Json;
-}
-
-/** The messages of a body, as sent. */
-export function messagesOf(body: Readonly<Json>): Message[] {
-  return (Array.isArray(body.messages) ? body.messages : []).filter(isObj) as Message[];
 }
 
 /**
@@ -242,11 +185,6 @@ function shapeMemo(format: string): WeakMap<ScanNode, MessageShape> {
     shapeMemos.set(format, memo);
   }
   return memo;
-}
-
-/** Whether a message carries a cache marker on any block. */
-export function marked(m: Message): boolean {
-  return Array.isArray(m.content) && m.content.some((b) => isObj(b) && b.cache_control !== undefined);
 }
 
 /**

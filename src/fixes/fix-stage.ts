@@ -6,6 +6,7 @@ import { sharedPrefixTokens } from '../prefix/first-divergence.js';
 import { drainSteps } from '../wire/json-scan.js';
 import { at, type Fix, type FixContext, type PipelineResult, runFixesSteps } from './fix.js';
 import { checkStability, type ForwardedPair } from './stability.js';
+import { withdrawalsOnly } from './withdrawal.js';
 
 /** One request at the fix stage. */
 export interface FixStageInput {
@@ -62,7 +63,14 @@ export function* runFixStageSteps(input: FixStageInput): Generator<void, FixStag
     forwardedLost: check.forwardedLost,
   };
   if (!check.breaksEarlier) return { ...fixed, guard: { kept: 'fixed', ...guard } };
-  const fresh = yield* runFixesSteps(input.fixes, request, new Map(), input.context, reparse);
+  // A fresh state keeps what the provider refused: a withdrawn fix stays off.
+  const fresh = yield* runFixesSteps(
+    input.fixes,
+    request,
+    withdrawalsOnly(input.states),
+    input.context,
+    reparse,
+  );
   const freshShared = sharedPrefixTokens(input.parent.forwarded, fresh.prefix.blocks);
   const clientBytesShared = sharedPrefixTokens(input.parent.forwarded, input.prefix.blocks);
   const best = Math.max(check.forwardedShared, freshShared, clientBytesShared);
@@ -84,8 +92,9 @@ export function* runFixStageSteps(input: FixStageInput): Generator<void, FixStag
     prefix: input.prefix,
     headers: { ...input.headers },
     changed: false,
-    states: new Map(),
+    states: withdrawalsOnly(input.states),
     changes: [],
+    edits: [],
     notes: [{ fix: 'guard', changed: false, notes: [note("the client's bytes", clientBytesShared)] }],
     guard: { kept: 'client-bytes', ...guard },
   };

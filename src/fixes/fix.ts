@@ -1,10 +1,15 @@
 // What a fix is, the registry of fixes by name, and the fail-open pipeline the proxy and the replay gate
-// share: a fix that throws means the original bytes go out, untouched, and the failure is recorded.
+// share: a fix declares byte patches and the pipeline applies them; a fix that throws (or patches out of
+// range) means the original bytes go out, untouched, and the failure is recorded.
 
 import type { Relation } from '../conversation/conversation-store.js';
 import { CachewardError } from '../core/errors.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { drainSteps } from '../wire/json-scan.js';
+import { applyPatches, type BytePatch, type ClientEdit, PatchTrail } from './byte-patch.js';
+import { isWithdrawn } from './withdrawal.js';
+
+export type { BytePatch, ClientEdit } from './byte-patch.js';
 
 /**
  * What a fix sees of the exchange besides the body. Time is a parameter, never read from a clock. State
@@ -30,9 +35,13 @@ export interface FixRequest {
   headers: Readonly<Record<string, string>>;
 }
 
-/** What a fix returns: a new body (or none, when it changed nothing), header changes, and its notes. */
+/**
+ * What a fix returns: the byte patches it makes to the body it received (none when it changed nothing;
+ * sorted, apart, and in that body's offsets), header changes, and its notes. Every byte no patch names is
+ * forwarded as the client sent it: a fix never writes the body whole.
+ */
 export interface FixResult<S> {
-  body?: Buffer;
+  patches?: BytePatch[];
   headers?: Record<string, string>;
   state: S;
   notes: string[];
@@ -133,6 +142,13 @@ export interface FixNote {
   notes: string[];
   /** The changes the fix declared (which, what, where). */
   changes?: DeclaredChange[];
+  /** Its byte patches, as `[start, end, length written]` in the bytes it received. */
+  patches?: Array<[number, number, number]>;
+  /**
+   * The provider refused the request this fix changed (its status and message): the client's own bytes went
+   * out instead, and the fix is off for the conversation on this model.
+   */
+  refused?: { status: number; message: string };
   error?: string;
 }
 
@@ -147,11 +163,14 @@ export interface PipelineResult {
   states: Map<string, unknown>;
   /** Every change the fixes declared, in order (insert indices refer to the final forwarded messages). */
   changes: DeclaredChange[];
+  /** Where the forwarded body differs from the client's, in the client's bytes: every other byte is copied. */
+  edits: ClientEdit[];
 }
 
 /**
- * Runs `fixes` in order. Each gets the previous one's output, re-parsed by `reparse` (with the headers
- * as the fixes left them, so the prefix knows an added beta). If any throws, the
+ * Runs `fixes` in order. Each gets the previous one's output (its patches applied), re-parsed by `reparse`
+ * (with the headers as the fixes left them, so the prefix knows an added beta). A fix withdrawn for this
+ * model in this conversation (withdrawal.ts) is skipped. If any throws, or patches outside its body, the
  * original body and headers go out and the failure is the one note that says so; states stay as they were.
  */
 export function runFixes(
@@ -186,26 +205,42 @@ export function* runFixesSteps(
   const notes: FixNote[] = [];
   const next = new Map(states);
   const changes: DeclaredChange[] = [];
+  const trail = new PatchTrail(request.body.length);
+  const model = request.prefix.model;
   let changed = false;
   for (const fix of fixes) {
+    if (isWithdrawn(states, fix.name, model)) {
+      notes.push({
+        fix: fix.name,
+        changed: false,
+        notes: [`off in this conversation on ${model || 'this model'}: the provider refused it earlier`],
+      });
+      continue;
+    }
     try {
       const state = next.has(fix.name) ? next.get(fix.name) : fix.initialState();
       const out = fix.applySteps
         ? yield* fix.applySteps(current, state, context)
         : fix.apply(current, state, context);
       next.set(fix.name, out.state);
-      const bodyChanged = out.body !== undefined && !out.body.equals(current.body);
+      const patches = out.patches ?? [];
+      const body = patches.length ? applyPatches(current.body, patches) : current.body;
+      const bodyChanged = body !== current.body && !body.equals(current.body);
       const headerChanged =
         out.headers !== undefined && Object.entries(out.headers).some(([k, v]) => headers[k] !== v);
       if (out.headers) Object.assign(headers, out.headers);
-      if (bodyChanged && out.body)
-        current = { body: out.body, prefix: yield* reparse(out.body, headers), headers: { ...headers } };
-      else if (headerChanged) current = { ...current, headers };
+      if (bodyChanged) {
+        trail.apply(patches);
+        current = { body, prefix: yield* reparse(body, headers), headers: { ...headers } };
+      } else if (headerChanged) current = { ...current, headers };
       notes.push({
         fix: fix.name,
         changed: bodyChanged || headerChanged,
         notes: out.notes,
         ...(out.changes?.length ? { changes: out.changes } : {}),
+        ...(bodyChanged
+          ? { patches: patches.map((p): [number, number, number] => [p.start, p.end, byteLength(p)]) }
+          : {}),
       });
       if (out.changes) changes.push(...out.changes);
       changed ||= bodyChanged || headerChanged;
@@ -224,9 +259,21 @@ export function* runFixesSteps(
         ],
         states: new Map(states),
         changes: [],
+        edits: [],
         prefix: request.prefix,
       };
     }
   }
-  return { body: current.body, prefix: current.prefix, headers, changed, notes, states: next, changes };
+  return {
+    body: current.body,
+    prefix: current.prefix,
+    headers,
+    changed,
+    notes,
+    states: next,
+    changes,
+    edits: changed ? trail.edits() : [],
+  };
 }
+
+const byteLength = (p: BytePatch) => (typeof p.text === 'string' ? Buffer.byteLength(p.text) : p.text.length);

@@ -75,7 +75,7 @@ describe('pin-reminders in steps', () => {
       headers: {},
     };
     const after = drainSteps(applySteps(nextReq, viaSteps.value.state));
-    expect(after.body).toBeUndefined();
+    expect(after.patches).toBeUndefined();
     expect(after.state.messages).toHaveLength(n + 2);
   });
 });

@@ -1,21 +1,15 @@
 // pin-reminders: keeps the history's first-seen message shape when the client re-serializes it (a
 // <system-reminder> moved into its own message, merged into a neighbour, string versus array). Pure.
-// Its state holds roles, shapes and the prefix model's block identities (hashes), never message text.
+// Its state holds roles, shapes and the prefix model's block identities (hashes), never message text; the
+// messages it restores are made of the client's own block bytes (Anthropic Messages only).
 
-import { drainSteps } from '../wire/json-scan.js';
-import {
-  bodyOf,
-  historyShapesSteps,
-  historyUnits,
-  type Json,
-  type Message,
-  type MessageShape,
-  marked,
-  messagesOf,
-  type Unit,
-  writeBody,
-} from './anthropic-messages.js';
+import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
+import { decodeKey, drainSteps, type ScanNode } from '../wire/json-scan.js';
+import type { ByteSpan } from '../wire/request-body.js';
+import { historyShapesSteps, type MessageShape } from './anthropic-messages.js';
+import type { BytePatch } from './byte-patch.js';
 import type { Fix, FixRequest, FixResult } from './fix.js';
+import { membersAt } from './json-members.js';
 
 /**
  * The canonical history: each forwarded message's role, form (string or array) and its units' identities.
@@ -43,6 +37,7 @@ export const pinReminders: Fix<PinState> = {
 
 /** {@link pinReminders}' apply in steps: the history's shapes are read a few hundred messages at a time. */
 function* pinSteps(req: FixRequest, state: PinState): Generator<void, FixResult<PinState>> {
+  if (req.prefix.format !== 'anthropic-messages') return { state, notes: [] };
   // The common case, read from the prefix model alone: the history already has the canonical shape.
   const shapes = yield* historyShapesSteps(req.prefix);
   if (shapes) {
@@ -57,59 +52,56 @@ function* pinSteps(req: FixRequest, state: PinState): Generator<void, FixResult<
         notes: ['history no longer matches the pinned one (compaction or a rewrite): pins reset'],
       };
   }
-  const body = bodyOf(req);
-  if (!Array.isArray(body.messages)) return { state, notes: [] };
-  const messages = messagesOf(body);
-  const perMessage = historyUnits(req.prefix, messages);
-  const client: Unit[] = perMessage.flat();
+  const client = clientHistory(req.prefix);
+  if (!client) return { state, notes: [] };
+  const { messages, items } = client;
+  const units = messages.flatMap((m) => m.units);
   const canonicalUnits = state.messages.flatMap((m) => m.ids.map((id) => ({ role: m.role, id })));
-  const shapeOf = (m: Message, k: number) => ({
+  const shapeOf = (m: ClientMessage): MessageShape => ({
     role: m.role,
-    string: typeof m.content === 'string',
-    ids: (perMessage[k] ?? []).map((x) => x.id),
+    string: m.string,
+    ids: m.units.map((x) => x.id),
   });
   const fresh = (): PinState => ({ messages: messages.map(shapeOf) });
   // The canonical history must be a prefix of the client's, unit by unit.
   const n = canonicalUnits.length;
   const same =
     n > 0 &&
-    n <= client.length &&
-    canonicalUnits.every((u, i) => u.role === client[i]?.role && u.id === client[i]?.id);
+    n <= units.length &&
+    canonicalUnits.every((u, i) => u.role === units[i]?.role && u.id === units[i]?.id);
   if (!same) {
     const notes =
       n > 0 ? ['history no longer matches the pinned one (compaction or a rewrite): pins reset'] : [];
     return { state: fresh(), notes };
   }
-  // Rebuild the shared part in the canonical shape, from the client's blocks.
-  const out: Message[] = [];
+  // Rebuild the shared part in the canonical shape, from the client's own blocks. Runs of reshaped messages
+  // replace the client messages they were made from; a message the client sent in the canonical shape stays
+  // its bytes, untouched.
+  const bytes = req.prefix.body.bytes;
+  const runs: Array<{ from: number; to: number; texts: Buffer[] }> = [];
+  let run: { from: number; texts: Buffer[] } | undefined;
   let u = 0;
-  let reshaped = false;
   // Where the client's messages cover exactly the shared units, message by message, nothing is reshaped.
   let clientMsg = 0;
   let clientUnit = 0;
   for (const cm of state.messages) {
-    const blocks: Json[] = [];
-    for (let k = 0; k < cm.ids.length; k++) blocks.push((client[u++] as { block: Json }).block);
+    const blocks = units.slice(u, u + cm.ids.length);
+    u += cm.ids.length;
     const original = messages[clientMsg];
-    const originalBlocks = original ? (perMessage[clientMsg] ?? []) : [];
     const aligned =
-      original && clientUnit === 0 && originalBlocks.length === blocks.length && original.role === cm.role;
+      original && clientUnit === 0 && original.units.length === blocks.length && original.role === cm.role;
     if (aligned) {
-      out.push(original as Message);
+      if (run) runs.push({ ...run, to: clientMsg });
+      run = undefined;
       clientMsg++;
       continue;
     }
-    reshaped = true;
-    const plain =
-      blocks.length === 1 &&
-      blocks[0]?.type === 'text' &&
-      blocks[0].cache_control === undefined &&
-      Object.keys(blocks[0]).length === 2;
-    out.push({ role: cm.role, content: cm.string && plain ? String(blocks[0]?.text) : blocks });
+    run ??= { from: clientMsg, texts: [] };
+    run.texts.push(messageText(bytes, cm, blocks));
     // Advance the client's message cursor by the units consumed.
     let remaining = cm.ids.length;
     while (remaining > 0 && clientMsg < messages.length) {
-      const len = (perMessage[clientMsg] ?? []).length - clientUnit;
+      const len = (messages[clientMsg] as ClientMessage).units.length - clientUnit;
       if (len <= remaining) {
         remaining -= len;
         clientMsg++;
@@ -120,13 +112,14 @@ function* pinSteps(req: FixRequest, state: PinState): Generator<void, FixResult<
       }
     }
   }
-  if (!reshaped) {
+  if (run) runs.push({ ...run, to: clientMsg });
+  if (!runs.length) {
     // Already in the canonical shape: extend the canonical history with what is new.
     return { state: fresh(), notes: [] };
   }
   // A reshaped message that carries a marker is never rewritten: give up on this request.
   const touched = messages.slice(0, clientMsg + (clientUnit ? 1 : 0));
-  if (touched.some(marked)) {
+  if (touched.some((m) => m.marked)) {
     return {
       state: fresh(),
       notes: ['a re-serialized message carries cache_control: forwarded as sent, pins reset'],
@@ -135,16 +128,116 @@ function* pinSteps(req: FixRequest, state: PinState): Generator<void, FixResult<
   if (clientUnit !== 0)
     return { state: fresh(), notes: ['the new history splits a pinned message: pins reset'] };
   const tail = messages.slice(clientMsg);
-  const forwarded = [...out, ...tail];
-  const next: PinState = {
-    messages: [...state.messages, ...tail.map((m, j) => shapeOf(m, clientMsg + j))],
-  };
+  const next: PinState = { messages: [...state.messages, ...tail.map(shapeOf)] };
   return {
-    body: writeBody({ ...body, messages: forwarded as unknown as Json[] }),
+    patches: runs.map((r) => runPatch(items, r)),
     state: next,
     notes: [`restored the first-seen shape of ${state.messages.length} messages`],
     changes: [{ kind: 'restructure' }],
   };
+}
+
+/** One content unit of the client's history: its identity (the prefix model's) and where its bytes are. */
+interface ClientUnit {
+  role: string;
+  id: string;
+  span: ByteSpan;
+  /** The unit is a message's string content (its bytes are a JSON string, not a block). */
+  string: boolean;
+}
+
+interface ClientMessage {
+  role: string;
+  string: boolean;
+  units: ClientUnit[];
+  /** A block of it carries `cache_control`. */
+  marked: boolean;
+}
+
+/**
+ * The client's messages as the prefix model and its scan read them: roles, string or array content, each
+ * unit's identity and span. Undefined when the body has no messages array.
+ */
+function clientHistory(prefix: Prefix): { messages: ClientMessage[]; items: ScanNode[] } | undefined {
+  const { root, bytes } = prefix.body;
+  const node = root.members.get('messages');
+  if (node?.type !== 'array') return undefined;
+  const messages: ClientMessage[] = node.items.map((m) => {
+    const role = m.type === 'object' ? m.members.get('role') : undefined;
+    const content = m.type === 'object' ? m.members.get('content') : undefined;
+    return {
+      role: role ? decodeKey(bytes, role.start, role.end) : '',
+      string: content?.type === 'leaf' && content.first === 0x22,
+      units: [],
+      marked:
+        content?.type === 'array' &&
+        content.items.some((b) => b.type === 'object' && b.members.has('cache_control')),
+    };
+  });
+  const { start, end } = prefix.levels.messages;
+  for (let i = start; i < end; i++) {
+    const b = prefix.blocks[i] as PrefixBlock;
+    if (b.kind === 'empty' || b.messageIndex === undefined) continue;
+    const m = messages[b.messageIndex];
+    if (!m) continue;
+    m.units.push({ role: m.role, id: b.contentHash, span: b.span, string: m.string });
+  }
+  return { messages, items: node.items };
+}
+
+/** A unit as a content block: its bytes, or a string content as the text block it stands for. */
+function blockBytes(bytes: Buffer, unit: ClientUnit): Uint8Array[] {
+  const raw = bytes.subarray(unit.span.start, unit.span.end);
+  return unit.string ? [TEXT_BLOCK_OPEN, raw, CLOSE_OBJECT] : [raw];
+}
+
+/** The bytes of a unit's text when it is a plain text block (only `type` and `text`), else undefined. */
+function plainText(bytes: Buffer, unit: ClientUnit): Uint8Array | undefined {
+  if (unit.string) return bytes.subarray(unit.span.start, unit.span.end);
+  const members = membersAt(bytes, unit.span.start, unit.span.end);
+  const type = members?.get('type');
+  const text = members?.get('text');
+  if (members?.size !== 2 || type?.first !== 0x22 || text?.first !== 0x22) return undefined;
+  if (decodeKey(bytes, type.start, type.end) !== 'text') return undefined;
+  return bytes.subarray(text.start, text.end);
+}
+
+const TEXT_BLOCK_OPEN = Buffer.from('{"type":"text","text":');
+const CLOSE_OBJECT = Buffer.from('}');
+
+/** A canonical message made of the client's blocks: string content when it was a string and can be one. */
+function messageText(bytes: Buffer, cm: MessageShape, blocks: readonly ClientUnit[]): Buffer {
+  const head = Buffer.from(`{"role":${JSON.stringify(cm.role)},"content":`);
+  const only = blocks.length === 1 && cm.string ? plainText(bytes, blocks[0] as ClientUnit) : undefined;
+  if (only) return Buffer.concat([head, only, CLOSE_OBJECT]);
+  const parts: Uint8Array[] = [head, OPEN_ARRAY];
+  blocks.forEach((b, k) => {
+    if (k) parts.push(COMMA);
+    parts.push(...blockBytes(bytes, b));
+  });
+  parts.push(CLOSE_ARRAY, CLOSE_OBJECT);
+  return Buffer.concat(parts);
+}
+
+const OPEN_ARRAY = Buffer.from('[');
+const CLOSE_ARRAY = Buffer.from(']');
+const COMMA = Buffer.from(',');
+
+/** The patch that puts a run's messages in place of the client messages `[from, to)` it was made from. */
+function runPatch(items: readonly ScanNode[], run: { from: number; to: number; texts: Buffer[] }): BytePatch {
+  const joined = Buffer.concat(run.texts.flatMap((t, k) => (k ? [COMMA, t] : [t])));
+  if (run.to > run.from) {
+    return {
+      start: (items[run.from] as ScanNode).start,
+      end: (items[run.to - 1] as ScanNode).end,
+      text: joined,
+    };
+  }
+  // Made of no client message (an empty one): inserted before the next, or after the last.
+  const next = items[run.from];
+  if (next) return { start: next.start, end: next.start, text: Buffer.concat([joined, COMMA]) };
+  const last = items[items.length - 1] as ScanNode;
+  return { start: last.end, end: last.end, text: Buffer.concat([COMMA, joined]) };
 }
 
 /**

@@ -31,7 +31,7 @@ export const stripBillingHeader: Fix<null> = {
       while (start > 0 && isSpace(bytes[start - 1] as number)) start--;
     }
     return {
-      body: Buffer.concat([bytes.subarray(0, start), bytes.subarray(end)]),
+      patches: [{ start, end, text: '' }],
       state,
       notes: ["removed Claude Code's billing line from system[0]"],
       changes: [

@@ -1,39 +1,50 @@
 // ttl: sets the TTL of the client's cache breakpoints (and the automatic one) to one value, so the
-// longer-before-shorter rule always holds. Pure; it never adds or removes a breakpoint, and copies what it changes.
+// longer-before-shorter rule always holds. Pure; it never adds or removes a breakpoint, and patches only the
+// `ttl` of each `cache_control` it changes (Anthropic Messages; other formats have no such breakpoints).
 
-import { bodyOf, isObj, type Json, writeBody } from './anthropic-messages.js';
+import { parseSpan, type ScanNode } from '../wire/json-scan.js';
+import type { BytePatch } from './byte-patch.js';
 import type { Fix } from './fix.js';
+import { membersAt, setMember } from './json-members.js';
 
 /** The `ttl` fix for a given lifetime (`--ttl 1h` or `5m`). */
 export function ttlFix(ttl: '5m' | '1h'): Fix<null> {
+  const value = JSON.stringify(ttl);
   return {
     name: 'ttl',
     description: `set every cache breakpoint's TTL to ${ttl}`,
     initialState: () => null,
     apply(req, state) {
-      const sent = bodyOf(req);
-      let changed = 0;
-      // The parsed body is shared with the prefix model: every changed holder is a copy.
-      const mark = (holder: Json): Json => {
-        const cc = holder.cache_control;
-        if (!isObj(cc) || (cc.ttl ?? '5m') === ttl) return holder;
-        changed++;
-        return { ...holder, cache_control: { ...cc, ttl } };
+      if (req.prefix.format !== 'anthropic-messages') return { state, notes: [] };
+      const { root, bytes } = req.prefix.body;
+      const patches: BytePatch[] = [];
+      // A holder's `cache_control` object: its `ttl` value replaced, or one added after its last member.
+      const mark = (holder: ScanNode | undefined) => {
+        if (holder?.type !== 'object') return;
+        const cc = holder.members.get('cache_control');
+        if (cc?.type !== 'leaf' || cc.first !== 0x7b) return;
+        const members = membersAt(bytes, cc.start, cc.end);
+        if (!members) return;
+        const sent = members.get('ttl');
+        if ((sent ? parseSpan(bytes, sent.start, sent.end) : '5m') === ttl) return;
+        patches.push(setMember(cc, members, 'ttl', value));
       };
-      const visit = (blocks: unknown): unknown =>
-        Array.isArray(blocks) ? blocks.map((b) => (isObj(b) ? mark(b) : b)) : blocks;
-      const body: Json = mark({ ...sent });
-      if (Array.isArray(sent.tools)) body.tools = visit(sent.tools);
-      if (Array.isArray(sent.system)) body.system = visit(sent.system);
-      if (Array.isArray(sent.messages))
-        body.messages = sent.messages.map((m) =>
-          isObj(m) && Array.isArray(m.content) ? { ...m, content: visit(m.content) } : m,
-        );
-      if (!changed) return { state, notes: [] };
+      const each = (node: ScanNode | undefined, visit: (n: ScanNode) => void) => {
+        if (node?.type === 'array') for (const item of node.items) visit(item);
+      };
+      mark(root);
+      each(root.members.get('tools'), mark);
+      each(root.members.get('system'), mark);
+      each(root.members.get('messages'), (m) => {
+        if (m.type === 'object') each(m.members.get('content'), mark);
+      });
+      if (!patches.length) return { state, notes: [] };
+      patches.sort((a, b) => a.start - b.start);
+      const n = patches.length;
       return {
-        body: writeBody(body),
+        patches,
         state,
-        notes: [`set ${changed} breakpoint${changed === 1 ? '' : 's'} to ttl ${ttl}`],
+        notes: [`set ${n} breakpoint${n === 1 ? '' : 's'} to ttl ${ttl}`],
         changes: [{ kind: 'ttl', ttl }],
       };
     },

@@ -26,6 +26,8 @@ export interface FixedRequest {
   forwarded: Buffer;
   /** The client's bytes, when a fix changed them. */
   client?: Buffer;
+  /** The client's body's prefix, when a fix changed it (what goes out if the provider refuses the fix). */
+  clientPrefix?: Prefix;
   notes: FixNote[];
   /** The forwarded body's prefix (absent when the body could not be parsed). */
   prefix?: Prefix;
@@ -117,6 +119,7 @@ export async function fixRequest(
     };
     if (out.changed) {
       fixed.client = original;
+      fixed.clientPrefix = clientPrefix;
       fixed.forwarded = out.body;
       fixed.headerOverride = { ...out.headers, 'content-length': String(out.body.length) };
     }

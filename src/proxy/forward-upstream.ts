@@ -1,5 +1,6 @@
 // Sends one request upstream and streams the answer back to the client with backpressure, mirroring an
-// upstream reset as a reset. It must never retry, buffer a whole response, or answer for the upstream.
+// upstream reset as a reset. It never retries, buffers a whole response, or answers for the upstream; the
+// one resend is a fixed request the provider refused (refusal.ts): then the client's own bytes go out once.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -10,6 +11,7 @@ import type { ClientAbort } from './client-abort.js';
 import { forwardHeaders, responseHeaders, type UpstreamProvider } from './forward-headers.js';
 import { refuse, unsendable } from './local-refusal.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
+import { readRefusal } from './refusal.js';
 import { drainRequest } from './request-drain.js';
 import { ResponseTap } from './response-tap.js';
 
@@ -35,6 +37,12 @@ export interface ForwardInput {
   format: WireFormat | undefined;
   headerOverride: Record<string, string> | undefined;
   body: Readable | Buffer | undefined;
+  /**
+   * A request a fix changed: the client's own bytes. When the upstream refuses the fixed request (see
+   * refusal.ts), `refused` is told before any byte reaches the client, and these bytes go out once, with the
+   * client's own headers; the client gets that answer.
+   */
+  unfixed?: { body: Buffer; refused(status: number, message: string): void };
   /** Fires when the client leaves (undici aborts the request, or destroys its response body). */
   signal: ClientAbort;
   now(): number;
@@ -51,16 +59,30 @@ export interface ForwardInput {
 
 export async function forwardUpstream(f: ForwardInput): Promise<void> {
   const { req, res, provider, id, metrics, base } = f;
-  let upstream: Awaited<ReturnType<Agent['request']>>;
-  try {
-    upstream = await f.agent.request({
+  const send = (body: Buffer | Readable | undefined, override: Record<string, string> | undefined) =>
+    f.agent.request({
       origin: base.origin,
       path: f.upstreamPath,
       method: f.method as 'POST',
-      headers: forwardHeaders(req.headers, f.headerOverride),
-      body: f.body ?? null,
+      headers: forwardHeaders(req.headers, override),
+      body: body ?? null,
       signal: f.signal,
     });
+  let upstream: Awaited<ReturnType<Agent['request']>>;
+  let head: Buffer[] = [];
+  try {
+    upstream = await send(f.body, f.headerOverride);
+    if (f.unfixed) {
+      // A refusal of the fixed bytes is read whole (an error body is small) and never reaches the client.
+      const grew = Buffer.isBuffer(f.body) && f.body.length > f.unfixed.body.length;
+      const read = await readRefusal(provider, upstream, grew);
+      head = read.head;
+      if (read.refusal) {
+        f.unfixed.refused(upstream.statusCode, read.refusal);
+        head = [];
+        upstream = await send(f.unfixed.body, undefined);
+      }
+    }
   } catch (err) {
     if (f.clientGone()) {
       f.finish({ outcome: 'client_aborted' });
@@ -104,6 +126,7 @@ export async function forwardUpstream(f: ForwardInput): Promise<void> {
   // the client's socket stays corked while the next chunk (or the end) is already here, and is flushed
   // whenever the next one must be waited for. A chunk is never held back waiting on the upstream.
   const body = upstream.body;
+  const chunks = head.length ? withHead(head, body) : body;
   let corked = false;
   const flush = () => {
     if (!corked) return;
@@ -111,7 +134,7 @@ export async function forwardUpstream(f: ForwardInput): Promise<void> {
     res.uncork();
   };
   try {
-    for await (const chunk of body) {
+    for await (const chunk of chunks) {
       const buf = chunk as Buffer;
       tap?.push(buf);
       if (!corked) {
@@ -148,6 +171,12 @@ export async function forwardUpstream(f: ForwardInput): Promise<void> {
     else res.destroy();
     await ended('upstream_reset', `upstream connection dropped mid-response: ${(err as Error).message}`);
   }
+}
+
+/** The chunks already read of a body (while telling a refusal), then the rest of it. */
+async function* withHead(head: readonly Buffer[], body: Readable): AsyncGenerator<Buffer> {
+  yield* head;
+  for await (const chunk of body) yield chunk as Buffer;
 }
 
 /**

@@ -17,6 +17,7 @@ import { startTelemetry } from '../telemetry/start-telemetry.js';
 import { Admission } from './admission.js';
 import { ExchangeRecorder } from './exchange-recorder.js';
 import { serveExpectContinue } from './expect-continue.js';
+import { FixRefusals } from './fix-refusals.js';
 import { HostCheck } from './host-check.js';
 import type { LiveAnalysis } from './live-analysis.js';
 import { MemoryRelease, processMemory } from './memory-release.js';
@@ -112,6 +113,8 @@ export async function openProxy(
     metrics,
   });
 
+  const refusals = new FixRefusals();
+  const fixNames = fixes.map((f) => f.name);
   const health = (): ProxyHealth => {
     const capture = writer.state();
     const st = state.health();
@@ -121,6 +124,7 @@ export async function openProxy(
       upstreams,
       capture,
       fixes: fixes.map((f) => f.name),
+      ...(fixes.length ? { fixRefusals: refusals.counts(fixNames) } : {}),
       state: st,
       ...(st.fixState && fixes.length ? { fixState: st.fixState } : {}),
       ...(telemetry ? { otlp: telemetry.health() } : {}),
@@ -143,10 +147,15 @@ export async function openProxy(
     agent,
     recording,
     slices,
+    refusals,
     admin: {
       health,
       metricsText: () =>
-        metrics.render() + state.metricsText() + slices.metricsText() + (telemetry?.metricsText() ?? ''),
+        metrics.render() +
+        refusals.metricsText(fixNames) +
+        state.metricsText() +
+        slices.metricsText() +
+        (telemetry?.metricsText() ?? ''),
       live,
     },
   });

@@ -88,6 +88,11 @@ export interface ProxyHealth {
   fixState?: FixStateHealth;
   capture: CaptureState;
   fixes: string[];
+  /**
+   * With fixes on: fixed requests the provider refused, by fix. Each time the client's own bytes went out
+   * instead, and the fix was withdrawn for that conversation on that model.
+   */
+  fixRefusals?: Record<string, number>;
   /** Where conversations and fix state live, and whether it answers. */
   state: StateHealth;
   /** OTLP export, when on: where, and what a down collector cost. */

@@ -1,5 +1,6 @@
-// The proxy's handler for one client request: admission, its own routes, the fix stage, forwarding, and
-// the record made after the response. It must never alter a request no fix asked to change, nor wait on capture.
+// The proxy's handler for one client request: admission, its own routes, the fix stage, forwarding (and the
+// client's own bytes when the provider refuses a fix), and the record made after the response. It must never
+// alter a request no fix asked to change, nor wait on capture.
 
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -9,6 +10,7 @@ import type { TrackedRequest } from '../conversation/conversation-tracker.js';
 import type { Clock } from '../core/clock.js';
 import { concatBody } from '../fixes/body-buffer.js';
 import type { Fix, runFixes } from '../fixes/fix.js';
+import { afterRefusal, refusedNotes } from '../fixes/withdrawal.js';
 import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import type { RequestFixState } from '../state/fix-state-codec.js';
 import type { PreparedRequest, ProxyState, StateCommit } from '../state/proxy-state.js';
@@ -18,6 +20,7 @@ import type { Admission } from './admission.js';
 import { afterResponse } from './after-response.js';
 import { ClientAbort } from './client-abort.js';
 import type { ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';
+import type { FixRefusals } from './fix-refusals.js';
 import { fixRequest } from './fix-request.js';
 import { upstreamOf, webHeaders } from './forward-headers.js';
 import { type ForwardFacts, forwardUpstream } from './forward-upstream.js';
@@ -45,6 +48,8 @@ export interface HandlerDeps {
   recording: Set<Promise<void>>;
   /** The after-response work queue, run a few ms at a time. */
   slices: WorkSlices;
+  /** Fixed requests the provider refused, by fix (for the health endpoint). */
+  refusals?: FixRefusals;
 }
 
 /** The body whole, for the fix stage: in a size class (body-buffer.ts), as the body it forwards is. */
@@ -115,6 +120,7 @@ export function createRequestHandler(
     let prepared: PreparedRequest | undefined;
     let after: RequestFixState | undefined;
     let committing: Promise<StateCommit> | undefined;
+    let unfixed: { body: Buffer; refused(status: number, message: string): void } | undefined;
     if (fixes.length && format) {
       const fixed = await fixRequest(
         { fixes, builder, state, log, chains: recorder.chains },
@@ -132,6 +138,29 @@ export function createRequestHandler(
       ({ prepared, after } = fixed);
       tracked = prepared?.tracked;
       body = forwardedBody;
+      const { client, clientPrefix } = fixed;
+      if (client && clientPrefix) {
+        // The provider refused the fixed form: the client's own bytes go out, and what is committed,
+        // captured and counted is that (the fixes that changed the request withdrawn for the conversation).
+        unfixed = {
+          body: client,
+          refused: (status, message) => {
+            const names = fixNotes
+              .filter((n) => n.changed && fixes.some((f) => f.name === n.fix))
+              .map((n) => n.fix);
+            const model = clientPrefix.model;
+            fixNotes = refusedNotes(fixNotes, names, { status, message }, model);
+            if (after) after = afterRefusal(after, names, model, clientPrefix);
+            forwardedBody = client;
+            clientBody = undefined;
+            prefix = clientPrefix;
+            deps.refusals?.add(names);
+            log(
+              `fix ${names.join(', ')} refused by the provider (${status}: ${message}); the client's own request was sent instead, and ${names.length === 1 ? 'that fix is' : 'those fixes are'} off for this conversation on ${model || 'this model'}`,
+            );
+          },
+        };
+      }
     } else if (method !== 'GET' && method !== 'HEAD') {
       body = tapRequestBody(req, res, received);
     }
@@ -195,6 +224,7 @@ export function createRequestHandler(
       format,
       headerOverride,
       body,
+      ...(unfixed ? { unfixed } : {}),
       signal: abort,
       now: () => clock.now(),
       clientGone: () => clientGone,

@@ -1,6 +1,7 @@
 // The replay gate: runs captured requests (full mode) through the fixes exactly as the proxy does (the same
 // conversation resolver, state from the parent request, the same fix stage and stability guard) and checks
-// that they keep the prefix stable, harm nothing, drop nothing undeclared, and leave untouched bytes alone.
+// that they keep the prefix stable, harm nothing, drop nothing undeclared, and leave every byte outside their
+// declared patches as the client sent it.
 
 import { Analyzer } from '../analyze/analyze-captures.js';
 import { PriceTable } from '../analyze/price-table.js';
@@ -16,9 +17,11 @@ import {
 } from '../conversation/conversation-tracker.js';
 import { LruMap } from '../core/lru-map.js';
 import { historyUnits, isObj, type Message } from '../fixes/anthropic-messages.js';
+import { undeclaredDifference } from '../fixes/byte-patch.js';
 import type { DeclaredChange, Fix } from '../fixes/fix.js';
 import { runFixStage } from '../fixes/fix-stage.js';
 import type { ForwardedPair } from '../fixes/stability.js';
+import { afterRefusal } from '../fixes/withdrawal.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { FixStateStore } from '../state/fix-state-store.js';
 import { formatFromRoute } from '../wire/request-body.js';
@@ -144,15 +147,34 @@ export async function replayCaptures(
     conversations.commit(tracked, record.route, record.status);
     // A Responses request chained on this one's response continues it (previous_response_id).
     if (record.responseId) conversations.answered(tracked, record.responseId);
-    fixStates.set(record.id, out.states);
-    pairs.set(record.id, { client: client.blocks, forwarded: out.prefix.blocks });
+    // The provider refused a fix on this request when it was captured: the proxy sent the client's own bytes
+    // and withdrew the fix for the conversation, and so does the replay for the requests after it.
+    const refused = record.fixes.filter((f) => f.refused && options.fixes.some((x) => x.name === f.fix));
+    const withdrawn = refused.length
+      ? afterRefusal(
+          { states: out.states, pair: { client: client.blocks, forwarded: out.prefix.blocks } },
+          refused.map((f) => f.fix),
+          client.model,
+          client,
+        )
+      : undefined;
+    fixStates.set(record.id, withdrawn?.states ?? out.states);
+    pairs.set(record.id, withdrawn?.pair ?? { client: client.blocks, forwarded: out.prefix.blocks });
     if (out.changed) changed++;
     const v = (invariant: Invariant, message: string) =>
       violations.push({ invariant, requestId: record.id, session, position, message });
+    for (const f of refused)
+      v(
+        'safety',
+        `the provider refused ${f.fix} on this request (${f.refused?.status}: ${f.refused?.message}); the proxy sent the client's own bytes and withdrew the fix`,
+      );
     // 4. Fidelity: untouched means byte-identical, and the client's bytes were not mutated in place.
     if (!before.equals(clientBytes)) v('fidelity', 'a fix changed the client request bytes in place');
     if (!out.changed && !out.body.equals(before))
       v('fidelity', 'no fix declared a change, yet the forwarded bytes differ from the client bytes');
+    // A fix is a patch: every byte outside the changes the fixes declared is the client's, in order.
+    const undeclared = out.changed ? undeclaredDifference(before, out.body, out.edits) : undefined;
+    if (undeclared) v('fidelity', `a byte outside the declared changes differs: ${undeclared}`);
     const forwarded = out.prefix;
     if (format === 'anthropic-messages' && out.changed) {
       checkSafety(client, forwarded, out.changes, v);

@@ -55,6 +55,17 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
         .join(' · ')}`,
     );
   }
+  if (a.fixRefusals) {
+    out.push(
+      s.yellow(
+        `  fix refused by the provider: ${Object.entries(a.fixRefusals)
+          .map(([fix, n]) => `${fix} ${n}×`)
+          .join(
+            ' · ',
+          )} (each request went out as the client sent it; the fix is off for that conversation and model)`,
+      ),
+    );
+  }
   out.push('');
   const rows = [['session', 'requests', 'forks', 'hit rate', 'spend', 'waste']];
   for (const x of a.sessions.slice(0, 15)) {

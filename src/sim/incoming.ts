@@ -74,6 +74,16 @@ export async function readIncoming(
     if (f.name === 'overloaded') return fail(overloadedStatus(provider), 'Overloaded');
     if (f.name === 'server-error') return fail(500, 'Internal server error');
   }
+  // A test's refusal of a request that carries a marker (what a fix writes, say): a 400 (or the status
+  // `x-sim-refuse-status` names), as the provider's own refusal, when the body holds the header's text.
+  const refuseIf = request.headers.get('x-sim-refuse-if');
+  if (refuseIf && bytes.includes(refuseIf)) {
+    const status = Number(request.headers.get('x-sim-refuse-status') ?? '400');
+    return fail(
+      status === 422 ? 422 : 400,
+      `refused by x-sim-refuse-if: the body contains ${JSON.stringify(refuseIf)}`,
+    );
+  }
   return {
     provider,
     requestId,

@@ -229,7 +229,7 @@ describe.each<ClaudeVersion>(['newest', 'pinned'])(
   },
 );
 
-describe('Claude Code (pinned) with fixes on', () => {
+describe('Claude Code with fixes on', () => {
   let stack: AgentStack;
   beforeAll(async () => {
     stack = await startAgentStack({ script, fix: ['tools-freeze', 'pin-reminders'] });
@@ -261,6 +261,48 @@ describe('Claude Code (pinned) with fixes on', () => {
         true,
       );
       expect(run.simStats.anthropic.requests).toBe(4);
+    },
+    TEST_MS,
+  );
+
+  it(
+    'the newest, with its own deferred tools and the beta: forwarded unchanged by tools-freeze (no second placeholder), to the end of its session',
+    async () => {
+      const log = join(stack.root, 'claude-newest-mcp.log');
+      appendFileSync(log, '');
+      const run = await stack.run('claude', {
+        claude: 'newest',
+        prompt: 'TOOLSEARCH-TASK grow the server',
+        cwd: dir(stack, 'fixed-search'),
+        mcpServers: mcpFixture(log),
+        args: [
+          '--allowedTools',
+          'ToolSearch',
+          'mcp__fixture__grow',
+          'mcp__fixture__lookup',
+          'mcp__fixture__extra_1',
+        ],
+      });
+      expect(run.exitCode).toBe(0);
+      expect(run.stdout.trim()).toBe('Grown.');
+      expect(
+        mcpMessages(log)
+          .filter((m) => m.method === 'tools/call')
+          .map((m) => m.params.name),
+      ).toEqual(['grow', 'lookup', 'extra_1']);
+      const records = (await stack.records()).filter((r) =>
+        firstUserText(body(r)).includes('TOOLSEARCH-TASK'),
+      );
+      expect(records).toHaveLength(6);
+      for (const r of records) {
+        const freeze = r.record.fixes.find((f) => f.fix === 'tools-freeze');
+        expect(freeze?.changed).toBe(false);
+        expect(freeze?.notes.join(' ')).toContain('declares its own deferred tools');
+        expect(String(r.body)).not.toContain('cacheward_deferred_placeholder');
+        expect(toolNames(body(r)).filter((n) => n === 'DeferredToolPlaceholder')).toHaveLength(1);
+        expect(r.record.status).toBe(200);
+      }
+      expect(run.simStats.errors).toBe(0);
     },
     TEST_MS,
   );

@@ -51,7 +51,8 @@ function broken(name: string, apply: Fix<null>['apply']): Fix<null> {
   return { name, description: 'deliberately broken', initialState: () => null, apply };
 }
 const read = (b: Buffer) => JSON.parse(b.toString()) as Json;
-const write = (v: Json) => Buffer.from(JSON.stringify(v));
+/** The whole body replaced: the patch a careless fix would declare. */
+const write = (body: Buffer, v: Json) => [{ start: 0, end: body.length, text: JSON.stringify(v) }];
 
 const BROKEN: Array<[Invariant, Fix<null>]> = [
   [
@@ -59,7 +60,7 @@ const BROKEN: Array<[Invariant, Fix<null>]> = [
     broken('clock-in-system', (req, state, ctx) => {
       const v = read(req.body);
       v.system = [{ type: 'text', text: `Now: ${ctx.now}` }, ...((v.system as Json[]) ?? [])];
-      return { body: write(v), state, notes: ['stamped the time'] };
+      return { patches: write(req.body, v), state, notes: ['stamped the time'] };
     }),
   ],
   [
@@ -67,7 +68,7 @@ const BROKEN: Array<[Invariant, Fix<null>]> = [
     broken('extra-user-turn', (req, state) => {
       const v = read(req.body);
       (v.messages as Json[]).splice(1, 0, { role: 'user', content: 'injected' });
-      return { body: write(v), state, notes: [] };
+      return { patches: write(req.body, v), state, notes: [] };
     }),
   ],
   [
@@ -76,7 +77,7 @@ const BROKEN: Array<[Invariant, Fix<null>]> = [
       const v = read(req.body);
       const first = (v.messages as Array<{ content: Json[] | string }>)[0];
       if (first) first.content = 'replaced';
-      return { body: write(v), state, notes: [], changes: [{ kind: 'restructure' }] };
+      return { patches: write(req.body, v), state, notes: [], changes: [{ kind: 'restructure' }] };
     }),
   ],
   [

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, describe, expect, it } from 'vitest';
+import { applyPatches } from '../../src/fixes/byte-patch.js';
 import { fixRegistry } from '../../src/fixes/registry.js';
 import { stripBillingHeader } from '../../src/fixes/strip-billing-header.js';
 import { parsePrefix } from '../../src/prefix/build-prefix.js';
@@ -36,12 +37,15 @@ function claudeCode(cch: string, question = 'fix the bug'): Json {
   };
 }
 
-const apply = (text: string) =>
-  stripBillingHeader.apply(
+/** The fix's result, with the body its patches make. */
+const apply = (text: string) => {
+  const out = stripBillingHeader.apply(
     { body: Buffer.from(text), prefix: parsePrefix(text, { format: 'anthropic-messages' }), headers: {} },
     null,
     ctx,
   );
+  return { ...out, body: out.patches ? applyPatches(Buffer.from(text), out.patches) : undefined };
+};
 
 /** Length of the common byte prefix: what a raw-prefix cache can reuse. */
 function shared(a: Buffer, b: Buffer): number {

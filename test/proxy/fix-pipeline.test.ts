@@ -25,7 +25,7 @@ const shout: Fix<number> = {
     const value = JSON.parse(req.body.toString()) as { messages: Array<{ content: string }> };
     value.messages[0]!.content = value.messages[0]!.content.toUpperCase();
     return {
-      body: Buffer.from(JSON.stringify(value)),
+      patches: [{ start: 0, end: req.body.length, text: JSON.stringify(value) }],
       headers: { 'anthropic-beta': 'shouting-1' },
       state: state + 1,
       notes: ['upper-cased message 0'],
@@ -57,7 +57,11 @@ describe('runFixes', () => {
     expect(out.changed).toBe(true);
     expect(out.body.toString()).toContain('HELLO');
     expect(out.headers['anthropic-beta']).toBe('shouting-1');
-    expect(out.notes).toEqual([{ fix: 'shout', changed: true, notes: ['upper-cased message 0'] }]);
+    const whole = Buffer.byteLength(body);
+    expect(out.notes).toEqual([
+      { fix: 'shout', changed: true, notes: ['upper-cased message 0'], patches: [[0, whole, whole]] },
+    ]);
+    expect(out.edits).toEqual([{ start: 0, end: whole, at: 0, length: whole }]);
     expect(out.states.get('shout')).toBe(1);
   });
 

@@ -1,0 +1,376 @@
+// A fix the provider refuses is withdrawn, never a lost request: through every built-in fix, a scripted 400
+// (the simulator refuses a body carrying the fix's marker) sends the client's own bytes once, the client gets
+// that answer, the next request of the conversation goes unfixed; 401/429/500 and unfixed 400s pass through.
+
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PriceTable } from '../../src/analyze/price-table.js';
+import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
+import { VirtualClock } from '../../src/core/clock.js';
+import { createProxy } from '../../src/proxy/create-proxy.js';
+import { analyzePaths } from '../../src/report/analyze-paths.js';
+import { renderTerminalReport } from '../../src/report/terminal-report.js';
+import { createSimulator } from '../../src/sim/simulator.js';
+import { type RedisServer, redisInstalled, startRedis } from '../state/redis-server.js';
+
+type Json = Record<string, unknown>;
+const same = (t: string) => t;
+const plain = { bold: same, dim: same, yellow: same, green: same };
+const MODEL = 'claude-opus-5';
+const KEY = 'sk-test-refusal';
+
+const tool = (name: string): Json => ({
+  name,
+  description: `the ${name} tool`,
+  input_schema: { type: 'object', properties: { q: { type: 'string' } } },
+});
+const SYSTEM = [{ type: 'text', text: 'You are a careful assistant.', cache_control: { type: 'ephemeral' } }];
+
+/** One conversation: its turns, and the text only the fixed form of one of its requests carries. */
+interface Case {
+  fix: string;
+  marker: string;
+  /** The client's turns; each later one continues the one before (the replies are added as they come). */
+  turns: Array<(history: Json[]) => Json>;
+  /** Which turn the fix changes (and the provider refuses). */
+  refusedTurn: number;
+  route?: string;
+  status?: number;
+}
+
+const user = (text: string): Json => ({ role: 'user', content: text });
+const anthropic = (messages: Json[], extra: Json = {}): Json => ({
+  model: MODEL,
+  max_tokens: 64,
+  system: SYSTEM,
+  tools: [tool('alpha'), tool('beta')],
+  messages,
+  ...extra,
+});
+
+const CASES: Case[] = [
+  {
+    fix: 'tools-freeze',
+    marker: 'cacheward_deferred_placeholder',
+    turns: [(h) => anthropic([...h, user('first')]), (h) => anthropic([...h, user('second')])],
+    refusedTurn: 0,
+  },
+  {
+    fix: 'ttl',
+    marker: '"ttl":"1h"',
+    turns: [(h) => anthropic([...h, user('first')]), (h) => anthropic([...h, user('second')])],
+    refusedTurn: 0,
+  },
+  {
+    fix: 'tools-sort',
+    marker: '"tools":[{"name":"alpha"',
+    turns: [
+      (h) => anthropic([...h, user('first')], { tools: [tool('beta'), tool('alpha')] }),
+      (h) => anthropic([...h, user('second')], { tools: [tool('beta'), tool('alpha')] }),
+    ],
+    refusedTurn: 0,
+  },
+  {
+    fix: 'strip-billing-header',
+    marker: '"system":[{"type":"text","text":"You are',
+    turns: [
+      (h) =>
+        anthropic([...h, user('first')], {
+          system: [
+            { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.1.abc; cch=00001;' },
+            ...SYSTEM,
+          ],
+        }),
+      (h) =>
+        anthropic([...h, user('second')], {
+          system: [
+            { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.1.abc; cch=00002;' },
+            ...SYSTEM,
+          ],
+        }),
+    ],
+    refusedTurn: 0,
+  },
+  {
+    // The reminder sent in the first message, then moved into a message of its own: the fix merges it back.
+    fix: 'pin-reminders',
+    marker:
+      '"text":"first"},{"type":"text","text":"<system-reminder>today</system-reminder>"}]},{"role":"assistant"',
+    turns: [
+      () =>
+        anthropic([
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'first' },
+              { type: 'text', text: '<system-reminder>today</system-reminder>' },
+            ],
+          },
+        ]),
+      (h) => anthropic([...split(h), user('second')]),
+      (h) => anthropic([...h, user('third')]),
+    ],
+    refusedTurn: 1,
+  },
+  {
+    fix: 'tools-sort',
+    marker: '"tools":[{"type":"function","name":"alpha"',
+    route: '/v1/responses',
+    turns: [(h) => responses([...h, user('first')]), (h) => responses([...h, user('second')])],
+    refusedTurn: 0,
+  },
+  {
+    fix: 'tools-sort',
+    marker: '"tools":[{"type":"function","function":{"name":"alpha"',
+    route: '/v1/chat/completions',
+    status: 422,
+    turns: [(h) => chat([...h, user('first')]), (h) => chat([...h, user('second')])],
+    refusedTurn: 0,
+  },
+];
+
+/** The history with its first message's reminder moved into a user message of its own. */
+function split(history: Json[]): Json[] {
+  const [first, ...rest] = history as [{ content: Json[] }, ...Json[]];
+  return [
+    { role: 'user', content: [first.content[0]] },
+    { role: 'user', content: [first.content[1]] },
+    ...rest,
+  ];
+}
+
+function chat(messages: Json[]): Json {
+  const fn = (name: string) => ({
+    type: 'function',
+    function: { name, description: `the ${name} tool`, parameters: { type: 'object', properties: {} } },
+  });
+  return { model: 'gpt-5.5', messages, tools: [fn('beta'), fn('alpha')] };
+}
+
+function responses(input: Json[]): Json {
+  const fn = (name: string) => ({
+    type: 'function',
+    name,
+    description: `the ${name} tool`,
+    parameters: { type: 'object', properties: {} },
+  });
+  return { model: 'gpt-5.5', input, tools: [fn('beta'), fn('alpha')] };
+}
+
+/** The assistant message a response holds, as the next request resends it. */
+function replyOf(route: string, json: Json): Json {
+  if (route === '/v1/responses') {
+    const text = (json.output as Array<{ content?: Array<{ text?: string }> }>)
+      .flatMap((o) => o.content ?? [])
+      .map((c) => c.text ?? '')
+      .join('');
+    return { role: 'assistant', content: text };
+  }
+  if (route === '/v1/chat/completions') {
+    const m = (json.choices as Array<{ message: Json }>)[0]?.message as Json;
+    return { role: 'assistant', content: m.content };
+  }
+  return { role: 'assistant', content: json.content };
+}
+
+async function records(dir: string): Promise<ReadRecord[]> {
+  const out: ReadRecord[] = [];
+  for await (const r of readCaptures([dir])) out.push(r);
+  return out.sort((a, b) => a.record.times.start - b.record.times.start);
+}
+
+describe('a fix the provider refuses is withdrawn', () => {
+  const clock = new VirtualClock();
+  const sim = createSimulator({ clock });
+  let simUrl: string;
+  beforeAll(async () => {
+    simUrl = await sim.listen();
+  });
+  afterAll(() => sim.close());
+
+  it.each(CASES.map((c) => [`${c.fix}${c.route ? ` (${c.route}, ${c.status})` : ''}`, c] as const))(
+    '%s: the client gets the unfixed answer, the next request goes unfixed, and it is said everywhere',
+    async (_name, c) => {
+      const route = c.route ?? '/v1/messages';
+      const dir = mkdtempSync(join(tmpdir(), 'cacheward-refusal-'));
+      const logs: string[] = [];
+      const proxy = createProxy({
+        upstream: simUrl,
+        dir,
+        clock,
+        capture: 'full',
+        fixes: [c.fix],
+        logger: { warn: (l) => logs.push(l) },
+      });
+      await proxy.listen();
+      const before = sim.stats().requests;
+      const sent: Buffer[] = [];
+      try {
+        let history: Json[] = [];
+        for (const turn of c.turns) {
+          clock.advance(5_000);
+          const body = turn(history);
+          const bytes = Buffer.from(JSON.stringify(body));
+          sent.push(bytes);
+          const res = await fetch(`${proxy.url}${route}`, {
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              'x-api-key': KEY,
+              authorization: `Bearer ${KEY}`,
+              'x-sim-refuse-if': c.marker,
+              ...(c.status ? { 'x-sim-refuse-status': String(c.status) } : {}),
+            },
+            body: bytes,
+          });
+          const json = (await res.json()) as Json;
+          // Every request is answered as the provider answers the client's own bytes: never the refusal.
+          expect(res.status, JSON.stringify(json)).toBe(200);
+          history = [...((body.messages ?? body.input) as Json[]), replyOf(route, json)];
+        }
+        await proxy.flush();
+        // One resend: the refused request went upstream twice, every other once.
+        expect(sim.stats().requests - before).toBe(c.turns.length + 1);
+        expect(proxy.health().fixRefusals).toEqual({ [c.fix]: 1 });
+        expect(logs.filter((l) => l.includes('refused by the provider'))).toHaveLength(1);
+        const recs = await records(dir);
+        expect(recs).toHaveLength(c.turns.length);
+        const refused = recs[c.refusedTurn] as ReadRecord;
+        const note = refused.record.fixes.find((f) => f.fix === c.fix);
+        expect(note?.refused?.status).toBe(c.status ?? 400);
+        expect(note?.changed).toBe(false);
+        expect(note?.notes.join(' ')).toContain('fix refused by the provider');
+        // What the provider answered is what the capture keeps: the client's own bytes.
+        expect(refused.body?.equals(sent[c.refusedTurn] as Buffer)).toBe(true);
+        expect(refused.clientBody).toBeUndefined();
+        // The live page's state says so.
+        const live = await (await fetch(`${proxy.url}/_cacheward/state`)).text();
+        expect(live).toContain('fix refused by the provider');
+        // The report says so.
+        const report = renderTerminalReport(await analyzePaths([dir], { prices: new PriceTable() }), plain);
+        expect(report.join('\n')).toContain(`fix refused by the provider: ${c.fix} 1×`);
+        // The requests after it go out as the client sent them: the fix is off for the conversation.
+        for (let k = c.refusedTurn + 1; k < c.turns.length; k++) {
+          const r = recs[k] as ReadRecord;
+          expect(r.body?.equals(sent[k] as Buffer), `turn ${k}`).toBe(true);
+          expect(r.record.fixes.find((f) => f.fix === c.fix)?.notes.join(' ')).toContain(
+            'the provider refused it earlier',
+          );
+        }
+      } finally {
+        await proxy.close();
+      }
+    },
+  );
+
+  it('passes 401, 429, 500 and the 400 of an unchanged request through untouched, sent once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-refusal-pass-'));
+    const proxy = createProxy({
+      upstream: simUrl,
+      dir,
+      clock,
+      capture: 'full',
+      fixes: ['tools-freeze', 'ttl'],
+      logger: {},
+    });
+    await proxy.listen();
+    try {
+      const fixed = JSON.stringify(anthropic([user('hello')]));
+      const send = async (body: string, headers: Record<string, string>) => {
+        const before = sim.stats().requests;
+        const res = await fetch(`${proxy.url}/v1/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body,
+        });
+        const text = await res.text();
+        return { status: res.status, text, upstream: sim.stats().requests - before };
+      };
+      for (const [fault, status] of [
+        ['429', 429],
+        ['500', 500],
+        ['529', 529],
+      ] as const) {
+        const r = await send(fixed, { 'x-api-key': KEY, 'x-sim-fault': fault });
+        expect(r.status).toBe(status);
+        expect(r.upstream).toBe(1);
+      }
+      const unauthorized = await send(fixed, {});
+      expect(unauthorized.status).toBe(401);
+      expect(unauthorized.upstream).toBe(1);
+      // No fix changes this request (no tools, no marker): its own 400 is the client's answer, sent once.
+      const invalid = JSON.stringify({ model: MODEL, messages: [user('no max_tokens')] });
+      const r = await send(invalid, { 'x-api-key': KEY });
+      expect(r.status).toBe(400);
+      expect(JSON.parse(r.text).error.type).toBe('invalid_request_error');
+      expect(r.upstream).toBe(1);
+      expect(proxy.health().fixRefusals).toEqual({ 'tools-freeze': 0, ttl: 0 });
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+describe.skipIf(!redisInstalled())('a fleet honours a withdrawal', () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedis();
+  }, 20_000);
+  afterAll(() => redis?.stop());
+
+  it('refused on one proxy, the conversation goes unfixed on another (the withdrawal is in the shared state)', async () => {
+    const clock = new VirtualClock();
+    const sim = createSimulator({ clock });
+    const simUrl = await sim.listen();
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-refusal-fleet-'));
+    const open = () =>
+      createProxy({
+        upstream: simUrl,
+        dir,
+        clock,
+        capture: 'off',
+        fixes: ['tools-freeze'],
+        state: redis.url,
+        statePrefix: 'refusal-test',
+        logger: {},
+      });
+    const [a, b] = [open(), open()];
+    await a.listen();
+    await b.listen();
+    try {
+      const headers = {
+        'content-type': 'application/json',
+        'x-api-key': KEY,
+        'x-sim-refuse-if': 'cacheward_deferred_placeholder',
+      };
+      const first = anthropic([user('first')]);
+      const r1 = await fetch(`${a.url}/v1/messages`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(first),
+      });
+      const j1 = (await r1.json()) as Json;
+      expect(r1.status).toBe(200);
+      clock.advance(5_000);
+      const before = sim.stats().requests;
+      const second = anthropic([...(first.messages as Json[]), replyOf('/v1/messages', j1), user('second')]);
+      const r2 = await fetch(`${b.url}/v1/messages`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(second),
+      });
+      expect(r2.status).toBe(200);
+      await r2.text();
+      // Proxy b sent it once, unfixed (the simulator would have refused the placeholder).
+      expect(sim.stats().requests - before).toBe(1);
+      expect(a.health().fixRefusals).toEqual({ 'tools-freeze': 1 });
+      expect(b.health().fixRefusals).toEqual({ 'tools-freeze': 0 });
+    } finally {
+      await a.close();
+      await b.close();
+      await sim.close();
+    }
+  });
+});
