@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
+import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import type { PassingEntry } from '../conversation/conversation-store.js';
 import {
   ConversationTracker,
@@ -62,10 +63,15 @@ export interface RedisProxyStateOptions {
 
 const INVALIDATE = '__redis__:invalidate';
 
-/** Keys live this long after their last write: the longest cache TTL they can matter for, and a margin. */
+/** What a key outlives the cache by: the request's own duration and clocks that disagree (seconds). */
+const TTL_MARGIN_SECONDS = 15 * 60;
+
+/**
+ * Keys live this long after their last write: as long as the cache models say anything of the request's
+ * provider can stay readable (the memory state and its file keep it exactly as long), and a margin.
+ */
 export function stateTtlSeconds(prefix: Prefix): number {
-  const retention = prefix.body.fields.prompt_cache_retention;
-  return retention === '24h' ? 25 * 3600 : 75 * 60;
+  return Math.ceil(longestCacheTtlMs(prefix.format) / 1000) + TTL_MARGIN_SECONDS;
 }
 
 interface ScriptClient {
