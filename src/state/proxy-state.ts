@@ -51,10 +51,14 @@ export interface StateHealth {
   url?: string;
   prefix?: string;
   budgetMs?: number;
-  /** Requests that went out unfixed because the state was not there in time, and why the last did. */
+  /** Redis: how long it may send nothing back now before it counts as out (the budget, or more). */
+  waitLimitMs?: number;
+  /** Redis: the outage under way (down, silent, out of memory, or an error reply), since when and why. */
+  outage?: { kind: string; since: string; reason: string };
+  /** Requests that went out unfixed because the state could not be had, and the latest failure. */
   failedOpen: number;
   lastFailure?: { at: string; reason: string };
-  /** Times the state became unreachable, and when it last came back. */
+  /** Outages of the state (each counted once however many requests it touched), and when the last ended. */
   outages: number;
   recoveredAt?: string;
   /** Commit races lost and recomputed, and turns that could not be recorded. */
