@@ -1,6 +1,8 @@
 // The proxy's live view: every finished exchange goes through the report's own analyzer (after the
 // response ended, never on the request path) and comes out as a row for the page, the log and the metrics.
-// It never computes a cause itself; it keeps a bounded window of rows, sessions and per-minute totals.
+// In a fleet the analyzer reads every proxy's records from the shared feed and rows are made of this
+// proxy's only, so the fleet's live views add up to its merged report. It never computes a cause itself;
+// it keeps a bounded window of rows, sessions and per-minute totals.
 
 import {
   type AnalyzedRequest,
@@ -12,7 +14,9 @@ import { describeMiss } from '../analyze/describe-miss.js';
 import type { PriceTable } from '../analyze/price-table.js';
 import type { CaptureRecord } from '../capture/capture-record.js';
 import { StepQueue } from '../core/step-queue.js';
+import { runStepped } from '../core/stepped-work.js';
 import { clockTimeMs } from '../report/miss-line.js';
+import type { LiveFeed } from '../state/proxy-state.js';
 import { drainSteps } from '../wire/json-scan.js';
 
 /** One finished request as the page and the log show it. */
@@ -108,6 +112,8 @@ export class LiveAnalysis {
   private readonly max: { rows: number; sessions: number; minutes: number };
   /** Stepped adds, one record at a time in the order they came (the analyzer is not re-entrant). */
   private readonly line = new StepQueue();
+  /** In a fleet: where this proxy's records go, and every proxy's come from. */
+  private feed: LiveFeed | undefined;
 
   constructor(options: LiveAnalysisOptions) {
     // Rows and misses are handed on, not kept: memory stays bounded however long the proxy runs.
@@ -129,7 +135,22 @@ export class LiveAnalysis {
     return this.line.busy;
   }
 
-  /** Analyzes a finished exchange and tells every listener; a record the analyzer skips returns undefined. */
+  /**
+   * In a fleet: this proxy's records go to the shared feed, and the analyzer reads every proxy's records
+   * from it in one order (each after its parent); rows, listeners and totals are this proxy's records only.
+   */
+  useFeed(feed: LiveFeed): void {
+    this.feed = feed;
+    feed.start(async (record, own) => {
+      if (own) await runStepped(this.rowSteps(record));
+      else await runStepped(this.observeSteps(record));
+    });
+  }
+
+  /**
+   * Analyzes a finished exchange and tells every listener; a record the analyzer skips returns undefined.
+   * In a fleet the record is published and analyzed when the feed brings it back (undefined here).
+   */
   add(record: CaptureRecord): LiveRequest | undefined {
     return drainSteps(this.addSteps(record));
   }
@@ -139,6 +160,22 @@ export class LiveAnalysis {
    * record is analyzed over many slices, and another record's analysis never runs in its middle.
    */
   *addSteps(record: CaptureRecord): Generator<void, LiveRequest | undefined> {
+    if (this.feed) {
+      // A record the fleet cannot have (Redis out) is this proxy's alone: analyzed here, on what it saw.
+      void this.feed.publish(record).then((ok) => {
+        if (!ok) runStepped(this.rowSteps(record)).catch(() => {});
+      });
+      return undefined;
+    }
+    return yield* this.rowSteps(record);
+  }
+
+  /** Another proxy's record: the analyzer learns from it (conversations, cache, parents); no row. */
+  private *observeSteps(record: CaptureRecord): Generator<void, void> {
+    yield* this.line.run(this.analyzer.addSteps(record));
+  }
+
+  private *rowSteps(record: CaptureRecord): Generator<void, LiveRequest | undefined> {
     const a = yield* this.line.run(this.analyzer.addSteps(record));
     if (!a) return undefined;
     const u = a.usage;

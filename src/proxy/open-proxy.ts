@@ -93,6 +93,8 @@ export async function openProxy(
     logger.request(row);
     telemetry?.export(detail);
   });
+  // A fleet's live analysis reads every proxy's records, so the live views add up to the merged report.
+  if (state.feed) live.useFeed(state.feed);
   const recording = new Set<Promise<void>>();
   // CACHEWARD_SLICE_CPU=1 (bench:proxy) also tells the CPU time of the longest slice: preempted or busy.
   const slices =

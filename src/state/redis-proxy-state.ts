@@ -43,6 +43,7 @@ import type {
   StateHealth,
   StateUnavailable,
 } from './proxy-state.js';
+import { RedisLiveFeed } from './redis-live-feed.js';
 import { OUT, RedisLiveness } from './redis-liveness.js';
 import { type CacheMark, RedisReadCache } from './redis-read-cache.js';
 import { COMMIT_SCRIPT, HEARTBEAT_SCRIPT, LOAD_SCRIPT } from './redis-scripts.js';
@@ -198,6 +199,9 @@ export class RedisProxyState implements ProxyState {
   private instances: StateHealth['instances'] = [];
   /** Whether Redis answers, and the outages (redis-liveness.ts). */
   private readonly liveness: RedisLiveness;
+  /** The fleet's records for every proxy's live analysis (redis-live-feed.ts). */
+  readonly feed: RedisLiveFeed;
+  private readonly feedKey: string;
   /** Why the last request went out unfixed (an outage, a state that kept changing, a bad document). */
   private lastFailOpen: { at: number; reason: string } | undefined;
   private readonly counts = {
@@ -237,6 +241,14 @@ export class RedisProxyState implements ProxyState {
     this.redis.defineCommand('cwCommit', { numberOfKeys: 0, lua: COMMIT_SCRIPT });
     this.redis.defineCommand('cwHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT_SCRIPT });
     this.scripts = this.redis as unknown as ScriptClient;
+    this.feedKey = `${this.prefix}live`;
+    this.feed = new RedisLiveFeed({
+      redis: this.redis,
+      liveness: this.liveness,
+      key: this.feedKey,
+      instance: this.instanceId,
+      log: this.log,
+    });
     this.redis.on('error', (err: Error) => {
       if (!this.closing) this.liveness.begin('down', `Redis at ${s.display}: ${err.message}`);
     });
@@ -271,7 +283,13 @@ export class RedisProxyState implements ProxyState {
       sub.on('messageBuffer', (channel: Buffer, keys: Buffer[] | Buffer | null) => {
         if (String(channel) !== INVALIDATE) return;
         if (keys === null) this.cache.invalidated(null);
-        else this.cache.invalidated(Array.isArray(keys) ? keys.map(String) : [String(keys)]);
+        else {
+          // The feed's stream is written for every exchange and holds no conversation state.
+          const names = (Array.isArray(keys) ? keys.map(String) : [String(keys)]).filter(
+            (k) => k !== this.feedKey,
+          );
+          if (names.length) this.cache.invalidated(names);
+        }
       });
     }
   }
@@ -749,6 +767,7 @@ export class RedisProxyState implements ProxyState {
       },
       instances: down ? [] : this.instances,
       instance: this.instanceId,
+      feed: this.feed.health(),
     };
   }
 
@@ -771,6 +790,15 @@ export class RedisProxyState implements ProxyState {
       '# HELP cacheward_state_outages_total Times the shared state became unreachable.',
       '# TYPE cacheward_state_outages_total counter',
       `cacheward_state_outages_total ${this.liveness.outages}`,
+      '# HELP cacheward_state_feed_records_total Records of the fleet feed the live analysis shares, by outcome.',
+      '# TYPE cacheward_state_feed_records_total counter',
+      ...Object.entries(this.feed.health()).flatMap(([k, n]) =>
+        k === 'waiting'
+          ? []
+          : [
+              `cacheward_state_feed_records_total{outcome="${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}"} ${n}`,
+            ],
+      ),
       '# HELP cacheward_state_up 1 when the shared state answers and takes writes, 0 during an outage.',
       '# TYPE cacheward_state_up gauge',
       `cacheward_state_up ${this.health().status === 'ok' ? 1 : 0}`,
@@ -780,6 +808,7 @@ export class RedisProxyState implements ProxyState {
 
   async close(): Promise<void> {
     this.closing = true;
+    await this.feed.close();
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.redis.status === 'ready') {
       if (this.member) await this.redis.zrem(`${this.prefix}instances`, this.member).catch(() => {});
