@@ -9,6 +9,7 @@ import {
   Analyzer,
   type AnalyzerBounds,
   type BustCause,
+  type UnfixedCost,
 } from '../analyze/analyze-captures.js';
 import { describeMiss } from '../analyze/describe-miss.js';
 import type { PriceTable } from '../analyze/price-table.js';
@@ -43,6 +44,8 @@ export interface LiveRequest {
   waste?: number | null;
   /** What each fix did to this request, in its own notes. */
   fixes: Array<{ fix: string; changed: boolean; notes: string[] }>;
+  /** It went out unfixed because the shared state could not be had (a fleet's Redis was out). */
+  unfixed?: true;
 }
 
 /** A session's running totals. */
@@ -71,6 +74,8 @@ export interface LiveSnapshot {
   sessions: LiveSession[];
   minutes: LiveMinute[];
   totals: { requests: number; inputTokens: number; readTokens: number; cost: number; waste: number };
+  /** The requests that went out unfixed because the shared state could not be had, and their misses' cost. */
+  unfixed: UnfixedCost;
 }
 
 export interface LiveAnalysisOptions {
@@ -109,6 +114,7 @@ export class LiveAnalysis {
   private readonly minutes = new Map<number, LiveMinute>();
   private readonly listeners = new Set<LiveListener>();
   private readonly totals = { requests: 0, inputTokens: 0, readTokens: 0, cost: 0, waste: 0 };
+  private readonly unfixedCost: UnfixedCost = { requests: 0, rewrittenTokens: 0, waste: 0 };
   private readonly max: { rows: number; sessions: number; minutes: number };
   /** Stepped adds, one record at a time in the order they came (the analyzer is not re-entrant). */
   private readonly line = new StepQueue();
@@ -196,6 +202,7 @@ export class LiveAnalysis {
       cost: a.cost?.total ?? null,
       fixes: record.fixes.map((f) => ({ fix: f.fix, changed: f.changed, notes: f.notes })),
     };
+    if (a.unfixed) row.unfixed = true;
     if (a.miss) {
       row.cause = a.miss.cause;
       row.sentence = describeMiss(a.miss);
@@ -218,13 +225,24 @@ export class LiveAnalysis {
       sessions: [...this.sessions.values()].sort((x, y) => y.last - x.last),
       minutes: [...this.minutes.values()].sort((x, y) => x.minute - y.minute),
       totals: { ...this.totals },
+      unfixed: this.unfixed(),
     };
+  }
+
+  /** What the requests that went out unfixed (shared state out) cost, as analyzed so far. */
+  unfixed(): UnfixedCost {
+    return { ...this.unfixedCost };
   }
 
   private tally(row: LiveRequest): void {
     this.rows.push(row);
     if (this.rows.length > this.max.rows) this.rows.shift();
     const waste = row.waste ?? 0;
+    if (row.unfixed) {
+      this.unfixedCost.requests++;
+      this.unfixedCost.rewrittenTokens += row.rewrittenTokens ?? 0;
+      this.unfixedCost.waste += waste;
+    }
     this.totals.requests++;
     this.totals.inputTokens += row.hitRate === null ? 0 : row.inputTokens;
     this.totals.readTokens += row.readTokens;

@@ -90,6 +90,7 @@ export async function openProxy(
   const unsubscribe = live.subscribe((row, detail) => {
     if (row.cause && row.cause !== 'cold_start')
       metrics.miss(row.provider, row.cause, row.rewrittenTokens ?? 0, row.waste ?? null);
+    if (row.unfixed) metrics.wentUnfixed(row.rewrittenTokens ?? 0, row.waste ?? null);
     logger.request(row);
     telemetry?.export(detail);
   });
@@ -123,7 +124,7 @@ export async function openProxy(
       upstreams,
       capture,
       fixes: fixes.map((f) => f.name),
-      state: st,
+      state: st.kind === 'redis' ? { ...st, unfixedCost: live.unfixed() } : st,
       ...(st.fixState && fixes.length ? { fixState: st.fixState } : {}),
       ...(telemetry ? { otlp: telemetry.health() } : {}),
       memory: processMemory(state.local.store.sizes(), memory),

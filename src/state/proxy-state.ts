@@ -57,6 +57,8 @@ export interface StateHealth {
   outage?: { kind: string; since: string; reason: string };
   /** Requests that went out unfixed because the state could not be had, and the latest failure. */
   failedOpen: number;
+  /** What those requests cost, as the live analysis named their misses (re-written tokens, waste in USD). */
+  unfixedCost?: { requests: number; rewrittenTokens: number; waste: number };
   lastFailure?: { at: string; reason: string };
   /** Outages of the state (each counted once however many requests it touched), and when the last ended. */
   outages: number;
@@ -152,7 +154,7 @@ export function unavailableNote(u: StateUnavailable): FixNote {
     notes: [
       u.reason === 'conflict'
         ? "skipped: the shared state kept changing while it was read; the client's bytes went out unchanged"
-        : "skipped: the shared state was not available in time; the client's bytes went out unchanged",
+        : "skipped: the shared state was not available (Redis was out); the client's bytes went out unchanged",
     ],
     error: u.detail,
   };

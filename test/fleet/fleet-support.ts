@@ -106,6 +106,8 @@ export interface FleetRunOptions {
   args?: string[];
   /** Keep one CPU busy beside the proxies while the traffic runs. */
   spinner?: boolean;
+  /** Called as round `r` is sent (e.g. to pause Redis in the middle of the run). */
+  onRound?: (round: number) => void;
   /**
    * Changes no fix keeps (so misses of other causes than a first request): every fourth conversation turns
    * extended thinking on from turn 4, the one after it sets `tool_choice` from turn 5.
@@ -123,10 +125,11 @@ function withChanges(turns: Turn[], c: number): Turn[] {
   });
 }
 
-interface StateHealth {
+export interface FleetStateHealth {
   failedOpen: number;
   outages: number;
   notCommitted: number;
+  unfixedCost?: { requests: number; rewrittenTokens: number; waste: number };
   feed?: { own: number; waiting: number };
 }
 
@@ -136,7 +139,7 @@ export interface FleetRun {
   dirs: string[];
   /** Every proxy's live rows (this run's requests: each proxy's own). */
   rows: LiveRequest[];
-  states: StateHealth[];
+  states: FleetStateHealth[];
   /** The proxies' /_cacheward/metrics text. */
   metrics: string[];
   elapsedMs: number;
@@ -183,10 +186,12 @@ export async function runFleet(o: FleetRunOptions): Promise<FleetRun> {
   });
   const t0 = performance.now();
   try {
-    for (let round = 1; round <= o.turns; round++)
+    for (let round = 1; round <= o.turns; round++) {
+      o.onRound?.(round);
       await Promise.all(
         traffic.map((conv, c) => sendTurn((procs[(c + round) % n] as Proc).url, conv[round - 1] as Turn)),
       );
+    }
   } finally {
     spinner?.kill('SIGKILL');
   }
@@ -206,7 +211,7 @@ export async function runFleet(o: FleetRunOptions): Promise<FleetRun> {
   const states = await Promise.all(
     procs.map(
       async (p) =>
-        ((await (await fetch(`${p.url}/_cacheward/health`)).json()) as { state: StateHealth }).state,
+        ((await (await fetch(`${p.url}/_cacheward/health`)).json()) as { state: FleetStateHealth }).state,
     ),
   );
   const metrics = await Promise.all(

@@ -11,8 +11,10 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PriceTable } from '../../src/analyze/price-table.js';
 import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
 import type { ConversationInfo, RequestNode } from '../../src/conversation/conversation-store.js';
+import { analyzePaths } from '../../src/report/analyze-paths.js';
 import { decodeFixState, partsOf } from '../../src/state/fix-state-codec.js';
 import { type RedisServer, startRedis } from '../state/redis-server.js';
 import { claudeCodeConversation, type Turn } from './claude-code-traffic.js';
@@ -197,8 +199,18 @@ describe('three proxies on one Redis', () => {
       while ((await health(p)).code !== 200 && Date.now() < back)
         await new Promise((r) => setTimeout(r, 100));
     await runRound(rr, 8, ids);
-    const recovered = await health(a);
-    const recoveredB = await health(b);
+    // What the unfixed requests cost, once each proxy's live analysis has named their misses.
+    type Cost = { requests: number; rewrittenTokens: number };
+    const costed = async (p: Proc) => {
+      let h = await health(p);
+      for (const until = Date.now() + 10_000; Date.now() < until; h = await health(p)) {
+        if ((h.body.state.unfixedCost as Cost).requests === h.body.state.failedOpen) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return h;
+    };
+    const recovered = await costed(a);
+    const recoveredB = await costed(b);
     const metrics = await (await fetch(`${a.url}/_cacheward/metrics`)).text();
     await stop(a);
     await stop(b);
@@ -246,7 +258,7 @@ describe('three proxies on one Redis', () => {
         expect(got.clientBody).toBeUndefined();
         const note = got.record.fixes.find((f) => f.fix === 'state');
         expect(note?.notes.join(' ')).toMatch(
-          /shared state was not available in time; the client's bytes went out unchanged/,
+          /shared state was not available \(Redis was out\); the client's bytes went out unchanged/,
         );
         unfixed++;
         unfixedRounds.add(t.turn);
@@ -254,6 +266,21 @@ describe('three proxies on one Redis', () => {
     }
     expect(unfixed).toBeGreaterThan(0);
     expect([...unfixedRounds].every((r) => r === 6 || r === 7)).toBe(true);
+    // Health counted each of them and what it cost; so does the merged report, from the captures alone.
+    const healthCost = [recovered, recoveredB].map((h) => h.body.state.unfixedCost as Cost);
+    expect((recovered.body.state.failedOpen as number) + (recoveredB.body.state.failedOpen as number)).toBe(
+      unfixed,
+    );
+    expect(healthCost.reduce((n, c) => n + c.requests, 0)).toBe(unfixed);
+    const report = await analyzePaths(
+      fleet.map((p) => p.dir),
+      { prices: new PriceTable() },
+    );
+    expect(report.totals.unfixed?.requests).toBe(unfixed);
+    expect(report.totals.unfixed?.rewrittenTokens).toBeGreaterThan(0);
+    expect(report.totals.unfixed?.rewrittenTokens).toBe(
+      healthCost.reduce((n, c) => n + c.rewrittenTokens, 0),
+    );
     // State resumed: the last round went out exactly as through one proxy.
     for (const conv of traffic) {
       const t = conv[TURNS - 1] as Turn;
