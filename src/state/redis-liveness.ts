@@ -88,7 +88,10 @@ export class RedisLiveness {
         if (err?.name === 'ReplyError') {
           this.answered(Date.now() - sent, false);
           if (/\bOOM\b/.test(err.message))
-            this.begin('oom', `Redis at ${this.options.display} is out of memory: ${err.message}`);
+            this.begin(
+              'oom',
+              `Redis at ${this.options.display} is out of memory: ${err.message.split('. script:')[0]}`,
+            );
         }
         throw err;
       },
