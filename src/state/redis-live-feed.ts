@@ -42,7 +42,10 @@ interface Base {
 
 const MAX_DEPTH = 16;
 /** Records kept per session as bases (a session's requests may arrive from several proxies at once). */
-const PER_SESSION = 4;
+const PER_SESSION = 3;
+/** Sessions kept, and block references across them (a base's blocks are mostly its session's next's too). */
+const MAX_SESSIONS = 2_048;
+const MAX_BLOCKS = 1_000_000;
 
 /** A record as the feed carries it: no bodies, and its prefix perhaps a delta (`base`, as on disk). */
 type FeedRecord = Omit<CaptureRecord, 'body' | 'clientBody'>;
@@ -51,7 +54,8 @@ export class RedisLiveFeed implements LiveFeed {
   private reader: Redis | undefined;
   private running = false;
   private lastId = '0';
-  private readonly sessions = new LruMap<Base[]>(4_096);
+  private readonly sessions = new LruMap<Base[]>(MAX_SESSIONS, (_k, kept) => this.forget(kept));
+  private blocksHeld = 0;
   private readonly order: ParentFirst<{ record: CaptureRecord; own: boolean }>;
   private delivering: Promise<void> = Promise.resolve();
   private deliver: ((record: CaptureRecord, own: boolean) => Promise<void>) | undefined;
@@ -202,8 +206,18 @@ export class RedisLiveFeed implements LiveFeed {
       depth = base.depth + 1;
     }
     kept.push({ id: record.id, blocks: prefix.blocks, depth });
-    if (kept.length > PER_SESSION) kept.shift();
+    this.blocksHeld += prefix.blocks.length;
+    if (kept.length > PER_SESSION) this.forget(kept.splice(0, 1));
     this.sessions.set(record.session.key, kept);
+    for (let oldest = this.sessions.first(); this.blocksHeld > MAX_BLOCKS && oldest; ) {
+      this.sessions.delete(oldest[0]);
+      this.forget(oldest[1]);
+      oldest = this.sessions.first();
+    }
     return record;
+  }
+
+  private forget(bases: readonly Base[]): void {
+    for (const b of bases) this.blocksHeld -= b.blocks.length;
   }
 }
