@@ -109,10 +109,11 @@ export class RedisLiveness {
   }
 
   /**
-   * `work` (which never rejects), or {@link OUT} once Redis is out: its connection drops, or it has sent
-   * nothing back for {@link limitMs} since `sent` (or since its last reply, whichever is later).
+   * `work` (which never rejects), or {@link OUT} once Redis is out: it is unreachable already, its connection
+   * drops, or it has sent nothing back for {@link limitMs} since `sent` (or its last reply, whichever is later).
    */
   wait<T>(work: Promise<T>, sent: number): Promise<T | typeof OUT> {
+    if (this.unreachable) return Promise.resolve(OUT);
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       const out = () => settle(OUT);

@@ -423,6 +423,27 @@ describe('the Redis state', () => {
     expect(lines[1]).toMatch(/answers again after/);
   });
 
+  it('does not mistake a reply left unread while the proxy was starved of CPU for silence', async () => {
+    const s = await redisState('starved:', 50);
+    const w = await redisState('starved:', 50);
+    const step = { messages: [u('starved')], label: 'starved' };
+    const p1 = await w.prepare('v1', prefixOf(step), headersOf(step), 1000);
+    if (!p1.ok) throw new Error(p1.detail);
+    await w.commit(p1, '/v1/messages', 200, afterOf(p1, prefixOf(step)));
+    await clientHop();
+    // Right after the read went out, the process is held well past the limit (as a machine under load
+    // holds it): when it runs again, the limit's timer is due and Redis's answer waits unread in the socket.
+    const hold = (s.health().waitLimitMs as number) + 300;
+    setImmediate(() => {
+      const until = performance.now() + hold;
+      while (performance.now() < until) {}
+    });
+    const next = { messages: [u('starved'), a('ok'), u('then')], label: 'starved' };
+    const p2 = await s.prepare('v2', prefixOf(next), headersOf(next), 2000);
+    expect(p2.ok && p2.tracked.resolution).toMatchObject({ parent: 'v1', relation: 'continues' });
+    expect(s.health()).toMatchObject({ status: 'ok', failedOpen: 0, outages: 0 });
+  });
+
   it('waits for a Redis that is slow but answers: the limit follows the round trips it measures', async () => {
     // Every reply from Redis held back 150 ms on its way (a machine so busy that Redis answers late).
     const relay = await slowRelay(redis.port, 150);
