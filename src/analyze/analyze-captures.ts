@@ -108,6 +108,23 @@ export interface AnalyzedRequest {
   miss?: Miss;
   fork?: { parent: string };
   concurrent: boolean;
+  /** It went out as the client sent it, unfixed, because the proxy's shared state could not be had (Redis). */
+  unfixed?: true;
+}
+
+/** What the requests that went out unfixed because the shared state could not be had cost: their own misses. */
+export interface UnfixedCost {
+  requests: number;
+  /** Tokens they re-wrote (a fixed conversation's kept prefix, busted), and what that cost beyond a read. */
+  rewrittenTokens: number;
+  waste: number;
+}
+
+/** Whether a record went out unfixed because the shared state could not be had (its `state` note says so). */
+export function wentOutUnfixed(r: Pick<CaptureRecord, 'fixes'>): boolean {
+  return r.fixes.some(
+    (f) => f.fix === 'state' && !f.changed && f.notes.some((n) => n.startsWith('skipped:')),
+  );
 }
 
 export interface SessionSummary {
@@ -145,6 +162,8 @@ export interface AnalysisResult {
     waste: number;
     unpricedRequests: number;
     unpricedModels: string[];
+    /** Requests that went out unfixed because a fleet's shared state could not be had, and their cost (if any). */
+    unfixed?: UnfixedCost;
   };
   byCause: Array<{ cause: BustCause; misses: number; rewrittenTokens: number; waste: number }>;
   sessions: SessionSummary[];
@@ -337,6 +356,7 @@ export class Analyzer {
   private outputTokens = 0;
   /** Requests whose fixed form the provider refused, by fix (their notes say so). */
   private readonly fixRefusals = new Map<string, number>();
+  private readonly unfixed: UnfixedCost = { requests: 0, rewrittenTokens: 0, waste: 0 };
 
   constructor(private readonly options: AnalyzeOptions) {
     const b = options.bounds;
@@ -495,6 +515,12 @@ export class Analyzer {
         row.miss = miss;
         if (this.options.keepMisses !== false) this.misses.push(miss);
       }
+    }
+    if (wentOutUnfixed(r)) {
+      row.unfixed = true;
+      this.unfixed.requests++;
+      this.unfixed.rewrittenTokens += row.miss?.rewrittenTokens ?? 0;
+      this.unfixed.waste += row.miss?.waste ?? 0;
     }
     for (const c of res?.reclassified ?? []) this.reclassify(c.request, c.relation);
     this.tally(row, usage);
@@ -757,6 +783,7 @@ export class Analyzer {
         outputTokens: this.outputTokens,
         hitRate: totals.inputTokens > 0 ? totals.readTokens / totals.inputTokens : null,
         unpricedModels: [...this.unpricedModels].sort(),
+        ...(this.unfixed.requests ? { unfixed: { ...this.unfixed } } : {}),
       },
       byCause: [...byCause.values()].sort(
         (a, b) => b.waste - a.waste || b.rewrittenTokens - a.rewrittenTokens,

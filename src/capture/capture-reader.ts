@@ -7,22 +7,15 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 import { BodyReconstructionError, rebuildBody } from './body-delta.js';
-import type { CapturedBlock, CapturedPrefix, CaptureRecord } from './capture-record.js';
+import {
+  applyBlockDelta,
+  type CapturedBlock,
+  type CapturedPrefix,
+  type CaptureRecord,
+} from './capture-record.js';
 import { CAPTURE_FILE } from './capture-writer.js';
 
 /** One record as read, with where it came from and, in full mode, its rebuilt bodies. */
-
-/** A moved-blocks run as the writer writes it: `[first, count, delta]`, integers, first and count >= 0. */
-function isRun(r: unknown): r is [number, number, number] {
-  return (
-    Array.isArray(r) &&
-    r.length === 3 &&
-    r.every((x) => Number.isInteger(x)) &&
-    (r[0] as number) >= 0 &&
-    (r[1] as number) >= 0
-  );
-}
-
 export interface ReadRecord {
   record: CaptureRecord;
   file: string;
@@ -118,25 +111,11 @@ export async function* readCaptures(
                 `${file}:${n}: the prefix of ${value.id} refers to ${prefix.base.id}, which is not in this file; its blocks are incomplete`,
               );
             } else {
-              // One array per record, of its final length (a slice and pushes left a half-empty tail).
-              const shared = Math.min(prefix.base.shared, prev.blocks.length);
-              const blocks = new Array<CapturedBlock>(shared + prefix.blocks.length);
-              for (let i = 0; i < shared; i++) blocks[i] = prev.blocks[i] as CapturedBlock;
-              // Shared blocks that moved in the body: the base's, at their new offset.
-              const moved: unknown = prefix.base.moved ?? [];
-              const runs = Array.isArray(moved) && moved.every(isRun) ? moved : [];
-              if (runs !== moved)
+              const { blocks, movedOk } = applyBlockDelta(prev.blocks, prefix.base, prefix.blocks);
+              if (!movedOk)
                 warn(
                   `${file}:${n}: the moved blocks of ${value.id} are not [first, count, delta] runs; their offsets are the base's`,
                 );
-              for (const [first, count, delta] of runs) {
-                for (let i = first; i < Math.min(first + count, shared); i++) {
-                  const b = blocks[i] as CapturedBlock;
-                  blocks[i] = { ...b, at: b.at + delta };
-                }
-              }
-              for (let i = 0; i < prefix.blocks.length; i++)
-                blocks[shared + i] = prefix.blocks[i] as CapturedBlock;
               prefix.blocks = blocks;
               if (prefix.params?.tools?.['='] === 'base') prefix.params = prev.params;
               delete prefix.base;

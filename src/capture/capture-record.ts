@@ -280,3 +280,68 @@ export function sameBlockMoved(a: CapturedBlock, b: CapturedBlock): boolean {
     a.tp?.join() === b.tp?.join()
   );
 }
+
+/** Runs `[first, count, delta]` of shared blocks that moved in the body by `delta` bytes. */
+export type MovedRuns = Array<[number, number, number]>;
+
+/**
+ * How `blocks` continue `prev` (a session's previous record): how many leading blocks they share, and the
+ * runs of those that moved in the body (Claude Code sends its tools and system after its messages).
+ */
+export function blockDelta(
+  blocks: readonly CapturedBlock[],
+  prev: readonly CapturedBlock[],
+): { shared: number; moved: MovedRuns } {
+  const moved: MovedRuns = [];
+  let shared = 0;
+  while (shared < blocks.length && shared < prev.length) {
+    const a = blocks[shared] as CapturedBlock;
+    const b = prev[shared] as CapturedBlock;
+    if (!sameBlockMoved(a, b)) break;
+    const delta = a.at - b.at;
+    if (delta !== 0) {
+      const run = moved[moved.length - 1];
+      if (run && run[0] + run[1] === shared && run[2] === delta) run[1]++;
+      else moved.push([shared, 1, delta]);
+    }
+    shared++;
+  }
+  return { shared, moved };
+}
+
+/** A moved-blocks run as the writer writes it: `[first, count, delta]`, integers, first and count >= 0. */
+function isRun(r: unknown): r is [number, number, number] {
+  return (
+    Array.isArray(r) &&
+    r.length === 3 &&
+    r.every((x) => Number.isInteger(x)) &&
+    (r[0] as number) >= 0 &&
+    (r[1] as number) >= 0
+  );
+}
+
+/**
+ * The blocks of a record stored against `prev` ({@link blockDelta}): the first `shared` of `prev` (the same
+ * objects; those that moved copied at their new offset), then `rest`. `movedOk` is false when `moved` is
+ * not a list of runs (the shared blocks keep their base's offsets then).
+ */
+export function applyBlockDelta(
+  prev: readonly CapturedBlock[],
+  base: { shared: number; moved?: unknown },
+  rest: readonly CapturedBlock[],
+): { blocks: CapturedBlock[]; movedOk: boolean } {
+  // One array per record, of its final length (a slice and pushes left a half-empty tail).
+  const shared = Math.min(base.shared, prev.length);
+  const blocks = new Array<CapturedBlock>(shared + rest.length);
+  for (let i = 0; i < shared; i++) blocks[i] = prev[i] as CapturedBlock;
+  const moved: unknown = base.moved ?? [];
+  const runs = Array.isArray(moved) && moved.every(isRun) ? moved : [];
+  for (const [first, count, delta] of runs) {
+    for (let i = first; i < Math.min(first + count, shared); i++) {
+      const b = blocks[i] as CapturedBlock;
+      blocks[i] = { ...b, at: b.at + delta };
+    }
+  }
+  for (let i = 0; i < rest.length; i++) blocks[shared + i] = rest[i] as CapturedBlock;
+  return { blocks, movedOk: runs === moved };
+}

@@ -7,13 +7,7 @@ import type { Clock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
 import { runStepped } from '../core/stepped-work.js';
 import { storeBody } from './body-delta.js';
-import {
-  type CapturedBlock,
-  type CapturedPrefix,
-  type CaptureMode,
-  type CaptureRecord,
-  sameBlockMoved,
-} from './capture-record.js';
+import { blockDelta, type CapturedPrefix, type CaptureMode, type CaptureRecord } from './capture-record.js';
 import { jsonLineSteps } from './json-line-steps.js';
 import { type SessionBase, SessionBases } from './session-bases.js';
 
@@ -328,23 +322,9 @@ export class CaptureWriter {
     const prevBlocks = base?.blocks;
     if (full.prefix && prevBlocks) {
       const blocks = full.prefix.blocks;
-      const prev = prevBlocks.blocks;
       // Shared blocks that moved in the body (Claude Code's tools and system after its messages) are
       // written as runs of the same shift, not again whole.
-      const moved: Array<[number, number, number]> = [];
-      let shared = 0;
-      while (shared < blocks.length && shared < prev.length) {
-        const a = blocks[shared] as CapturedBlock;
-        const b = prev[shared] as CapturedBlock;
-        if (!sameBlockMoved(a, b)) break;
-        const delta = a.at - b.at;
-        if (delta !== 0) {
-          const run = moved[moved.length - 1];
-          if (run && run[0] + run[1] === shared && run[2] === delta) run[1]++;
-          else moved.push([shared, 1, delta]);
-        }
-        shared++;
-      }
+      const { shared, moved } = blockDelta(blocks, prevBlocks.blocks);
       if (shared > 0) {
         const base = moved.length ? { id: prevBlocks.id, shared, moved } : { id: prevBlocks.id, shared };
         // Copies with keys added after (on Node 20 a spread followed by a key its source lacks takes a slow

@@ -72,7 +72,11 @@ export function addProxyOptions(cmd: Command, defaultPort: string): Command {
       'memory',
     )
     .option('--state-prefix <prefix>', 'Redis key prefix (one per fleet)', 'cacheward:')
-    .option('--state-timeout-ms <ms>', 'the most a request waits for Redis before it goes out unfixed', '50')
+    .option(
+      '--state-timeout-ms <ms>',
+      'how long Redis may send nothing back before a waiting request goes out unfixed (raised to follow slow round trips; a slow Redis that answers is waited for)',
+      '1000',
+    )
     .option(
       '--otlp <url>',
       'export a span and metric points per request over OTLP/HTTP (default $OTEL_EXPORTER_OTLP_ENDPOINT)',

@@ -1,18 +1,23 @@
 // The proxy's live view: every finished exchange goes through the report's own analyzer (after the
 // response ended, never on the request path) and comes out as a row for the page, the log and the metrics.
-// It never computes a cause itself; it keeps a bounded window of rows, sessions and per-minute totals.
+// In a fleet the analyzer reads every proxy's records from the shared feed and rows are made of this
+// proxy's only, so the fleet's live views add up to its merged report. It never computes a cause itself;
+// it keeps a bounded window of rows, sessions and per-minute totals.
 
 import {
   type AnalyzedRequest,
   Analyzer,
   type AnalyzerBounds,
   type BustCause,
+  type UnfixedCost,
 } from '../analyze/analyze-captures.js';
 import { describeMiss } from '../analyze/describe-miss.js';
 import type { PriceTable } from '../analyze/price-table.js';
 import type { CaptureRecord } from '../capture/capture-record.js';
 import { StepQueue } from '../core/step-queue.js';
+import { runStepped } from '../core/stepped-work.js';
 import { clockTimeMs } from '../report/miss-line.js';
+import type { LiveFeed } from '../state/proxy-state.js';
 import { drainSteps } from '../wire/json-scan.js';
 
 /** One finished request as the page and the log show it. */
@@ -39,6 +44,8 @@ export interface LiveRequest {
   waste?: number | null;
   /** What each fix did to this request, in its own notes. */
   fixes: Array<{ fix: string; changed: boolean; notes: string[] }>;
+  /** It went out unfixed because the shared state could not be had (a fleet's Redis was out). */
+  unfixed?: true;
 }
 
 /** A session's running totals. */
@@ -67,6 +74,8 @@ export interface LiveSnapshot {
   sessions: LiveSession[];
   minutes: LiveMinute[];
   totals: { requests: number; inputTokens: number; readTokens: number; cost: number; waste: number };
+  /** The requests that went out unfixed because the shared state could not be had, and their misses' cost. */
+  unfixed: UnfixedCost;
 }
 
 export interface LiveAnalysisOptions {
@@ -105,9 +114,12 @@ export class LiveAnalysis {
   private readonly minutes = new Map<number, LiveMinute>();
   private readonly listeners = new Set<LiveListener>();
   private readonly totals = { requests: 0, inputTokens: 0, readTokens: 0, cost: 0, waste: 0 };
+  private readonly unfixedCost: UnfixedCost = { requests: 0, rewrittenTokens: 0, waste: 0 };
   private readonly max: { rows: number; sessions: number; minutes: number };
   /** Stepped adds, one record at a time in the order they came (the analyzer is not re-entrant). */
   private readonly line = new StepQueue();
+  /** In a fleet: where this proxy's records go, and every proxy's come from. */
+  private feed: LiveFeed | undefined;
 
   constructor(options: LiveAnalysisOptions) {
     // Rows and misses are handed on, not kept: memory stays bounded however long the proxy runs.
@@ -129,7 +141,22 @@ export class LiveAnalysis {
     return this.line.busy;
   }
 
-  /** Analyzes a finished exchange and tells every listener; a record the analyzer skips returns undefined. */
+  /**
+   * In a fleet: this proxy's records go to the shared feed, and the analyzer reads every proxy's records
+   * from it in one order (each after its parent); rows, listeners and totals are this proxy's records only.
+   */
+  useFeed(feed: LiveFeed): void {
+    this.feed = feed;
+    feed.start(async (record, own) => {
+      if (own) await runStepped(this.rowSteps(record));
+      else await runStepped(this.observeSteps(record));
+    });
+  }
+
+  /**
+   * Analyzes a finished exchange and tells every listener; a record the analyzer skips returns undefined.
+   * In a fleet the record is published and analyzed when the feed brings it back (undefined here).
+   */
   add(record: CaptureRecord): LiveRequest | undefined {
     return drainSteps(this.addSteps(record));
   }
@@ -139,6 +166,22 @@ export class LiveAnalysis {
    * record is analyzed over many slices, and another record's analysis never runs in its middle.
    */
   *addSteps(record: CaptureRecord): Generator<void, LiveRequest | undefined> {
+    if (this.feed) {
+      // A record the fleet cannot have (Redis out) is this proxy's alone: analyzed here, on what it saw.
+      void this.feed.publish(record).then((ok) => {
+        if (!ok) runStepped(this.rowSteps(record)).catch(() => {});
+      });
+      return undefined;
+    }
+    return yield* this.rowSteps(record);
+  }
+
+  /** Another proxy's record: the analyzer learns from it (conversations, cache, parents); no row. */
+  private *observeSteps(record: CaptureRecord): Generator<void, void> {
+    yield* this.line.run(this.analyzer.addSteps(record));
+  }
+
+  private *rowSteps(record: CaptureRecord): Generator<void, LiveRequest | undefined> {
     const a = yield* this.line.run(this.analyzer.addSteps(record));
     if (!a) return undefined;
     const u = a.usage;
@@ -159,6 +202,7 @@ export class LiveAnalysis {
       cost: a.cost?.total ?? null,
       fixes: record.fixes.map((f) => ({ fix: f.fix, changed: f.changed, notes: f.notes })),
     };
+    if (a.unfixed) row.unfixed = true;
     if (a.miss) {
       row.cause = a.miss.cause;
       row.sentence = describeMiss(a.miss);
@@ -181,13 +225,24 @@ export class LiveAnalysis {
       sessions: [...this.sessions.values()].sort((x, y) => y.last - x.last),
       minutes: [...this.minutes.values()].sort((x, y) => x.minute - y.minute),
       totals: { ...this.totals },
+      unfixed: this.unfixed(),
     };
+  }
+
+  /** What the requests that went out unfixed (shared state out) cost, as analyzed so far. */
+  unfixed(): UnfixedCost {
+    return { ...this.unfixedCost };
   }
 
   private tally(row: LiveRequest): void {
     this.rows.push(row);
     if (this.rows.length > this.max.rows) this.rows.shift();
     const waste = row.waste ?? 0;
+    if (row.unfixed) {
+      this.unfixedCost.requests++;
+      this.unfixedCost.rewrittenTokens += row.rewrittenTokens ?? 0;
+      this.unfixedCost.waste += waste;
+    }
     this.totals.requests++;
     this.totals.inputTokens += row.hitRate === null ? 0 : row.inputTokens;
     this.totals.readTokens += row.readTokens;

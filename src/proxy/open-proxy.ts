@@ -91,9 +91,12 @@ export async function openProxy(
   const unsubscribe = live.subscribe((row, detail) => {
     if (row.cause && row.cause !== 'cold_start')
       metrics.miss(row.provider, row.cause, row.rewrittenTokens ?? 0, row.waste ?? null);
+    if (row.unfixed) metrics.wentUnfixed(row.rewrittenTokens ?? 0, row.waste ?? null);
     logger.request(row);
     telemetry?.export(detail);
   });
+  // A fleet's live analysis reads every proxy's records, so the live views add up to the merged report.
+  if (state.feed) live.useFeed(state.feed);
   const recording = new Set<Promise<void>>();
   // CACHEWARD_SLICE_CPU=1 (bench:proxy) also tells the CPU time of the longest slice: preempted or busy.
   const slices =
@@ -125,7 +128,7 @@ export async function openProxy(
       capture,
       fixes: fixes.map((f) => f.name),
       ...(fixes.length ? { fixRefusals: refusals.counts(fixNames) } : {}),
-      state: st,
+      state: st.kind === 'redis' ? { ...st, unfixedCost: live.unfixed() } : st,
       ...(st.fixState && fixes.length ? { fixState: st.fixState } : {}),
       ...(telemetry ? { otlp: telemetry.health() } : {}),
       memory: processMemory(state.local.store.sizes(), memory),

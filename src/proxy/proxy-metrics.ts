@@ -33,6 +33,8 @@ export class ProxyMetrics {
   private readonly upstreamErrors = new Map<string, number>();
   private readonly missSeries = new Map<string, MissSeries>();
   private readonly refusals = new Map<string, number>();
+  /** Requests that went out unfixed because a fleet's shared state could not be had, and their misses. */
+  private readonly unfixed = { requests: 0, rewritten: 0, waste: 0 };
   private readonly maxSeries: number;
 
   constructor(options: ProxyMetricsOptions = {}) {
@@ -85,6 +87,13 @@ export class ProxyMetrics {
     m.rewritten += rewritten;
     m.waste += waste ?? 0;
     this.missSeries.set(key, m);
+  }
+
+  /** A request that went out unfixed because the shared state could not be had: what its miss cost. */
+  wentUnfixed(rewritten: number, waste: number | null): void {
+    this.unfixed.requests++;
+    this.unfixed.rewritten += rewritten;
+    this.unfixed.waste += waste ?? 0;
   }
 
   upstreamError(provider: string): void {
@@ -160,6 +169,18 @@ export class ProxyMetrics {
     lines.push('# TYPE cacheward_refused_total counter');
     for (const [reason, n] of this.refusals)
       lines.push(`cacheward_refused_total{reason="${esc(reason)}"} ${n}`);
+    const u = this.unfixed;
+    lines.push(
+      '# HELP cacheward_unfixed_requests_total Requests that went out unfixed because the shared state could not be had.',
+      '# TYPE cacheward_unfixed_requests_total counter',
+      `cacheward_unfixed_requests_total ${u.requests}`,
+      '# HELP cacheward_unfixed_rewritten_tokens_total Tokens those requests re-wrote (their own misses).',
+      '# TYPE cacheward_unfixed_rewritten_tokens_total counter',
+      `cacheward_unfixed_rewritten_tokens_total ${u.rewritten}`,
+      '# HELP cacheward_unfixed_waste_usd_total What those re-written tokens cost beyond reading them.',
+      '# TYPE cacheward_unfixed_waste_usd_total counter',
+      `cacheward_unfixed_waste_usd_total ${u.waste.toFixed(6)}`,
+    );
     return `${lines.join('\n')}\n`;
   }
 }

@@ -43,7 +43,7 @@ export interface ProxyOptions {
   state?: string;
   /** Redis key prefix (default `cacheward:`). */
   statePrefix?: string;
-  /** The most a request waits for Redis before it goes out unfixed, in ms (default 50). */
+  /** How long Redis may send nothing back before a waiting request goes out unfixed, in ms (default 1000). */
   stateTimeoutMs?: number;
   /** OTLP/HTTP export: a base URL (`/v1/traces` and `/v1/metrics` are added) or options. */
   otlp?: string | OtlpOptions;

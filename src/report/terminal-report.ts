@@ -48,6 +48,14 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
       ),
     );
   }
+  if (t.unfixed) {
+    const u = t.unfixed;
+    out.push(
+      s.yellow(
+        `  went out unfixed because the fleet's shared state could not be had: ${n.format(u.requests)} request${u.requests === 1 ? '' : 's'}, ${n.format(u.rewrittenTokens)} tokens re-written (${formatUsd(u.waste)})`,
+      ),
+    );
+  }
   if (a.byCause.length) {
     out.push(
       `  causes: ${a.byCause

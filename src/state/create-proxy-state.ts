@@ -9,7 +9,7 @@ export interface ProxyStateOptions {
   state?: string;
   /** Redis key prefix. Default `cacheward:`. */
   statePrefix?: string;
-  /** The most a request waits for Redis before it goes out unfixed (ms). Default 50. */
+  /** How long Redis may send nothing back before a waiting request goes out unfixed (ms). Default 1,000. */
   stateTimeoutMs?: number;
   /** Memory state: where the state file goes (none: nothing is saved). */
   stateDir?: string;

@@ -13,7 +13,7 @@ import { type FixStateHealth, openStateFile } from './fix-state-open.js';
 import { FixStateStore, type FixStates } from './fix-state-store.js';
 import { jsonAndSha1Steps } from './json-steps.js';
 import type { PreparedRequest, PrepareResult, ProxyState, StateCommit, StateHealth } from './proxy-state.js';
-import type { StateFile } from './state-file.js';
+import type { StateDocument, StateFile } from './state-file.js';
 
 export interface MemoryProxyStateOptions {
   /** Where the state file goes; none: memory only (nothing to keep without fixes). */
@@ -37,6 +37,8 @@ export class MemoryProxyState implements ProxyState {
   // Fix state follows the conversation: by request, so a fork starts from its parent's state at the fork.
   private readonly fixStates: FixStateStore;
   private readonly forwardedPairs = new LruMap<ForwardedPair>(256);
+  /** When each request committed here stops mattering, saved with the file so a restart keeps to it. */
+  private readonly expiries: LruMap<number>;
   private readonly stateFile: StateFile | undefined;
   private readonly fileHealth: FixStateHealth;
   private readonly maxConversations: number;
@@ -71,16 +73,35 @@ export class MemoryProxyState implements ProxyState {
       }),
     );
     this.fixStates = new FixStateStore({ maxRequests: max * 2 });
+    this.expiries = new LruMap(max * 4);
     // A folder that cannot be written keeps state in memory only: said once, and on the health endpoint.
     const opened = openStateFile(options.stateDir, options.log ?? (() => {}));
     this.stateFile = opened.file;
     this.fileHealth = opened.health;
     const saved = this.stateFile?.load();
-    if (saved) {
-      this.local.restore(saved.conversations);
-      for (const [request, states] of saved.fixStates)
-        this.fixStates.set(request, new Map(Object.entries(states)));
+    if (saved) this.restore(saved);
+  }
+
+  /**
+   * Loads a saved document: each conversation and fix state expires when it would have, had the proxy
+   * kept running (a file from before expiries were saved: the longest any provider's cache keeps).
+   */
+  private restore(saved: StateDocument): void {
+    const expires = new Map(saved.expires ?? []);
+    const tips = new Map(saved.conversations.requests.map((r) => [r.id, r]));
+    const expiryOf = (id: string) =>
+      expires.get(id) ?? (tips.get(id)?.time ?? 0) + longestCacheTtlMs(undefined);
+    const store = this.local.store;
+    for (const c of saved.conversations.conversations) {
+      const tip = tips.get(c.tip);
+      const at = expiryOf(c.tip);
+      this.expiries.set(c.tip, at);
+      store.stamp(at);
+      this.local.restore({ version: 1, conversations: [c], requests: tip ? [tip] : [] });
     }
+    store.stamp(undefined);
+    for (const [request, states] of saved.fixStates)
+      this.fixStates.set(request, new Map(Object.entries(states)), expiryOf(request));
   }
 
   async prepare(...args: Parameters<ConversationTracker['resolve']>): Promise<PrepareResult> {
@@ -106,8 +127,11 @@ export class MemoryProxyState implements ProxyState {
     if (!countsAsTurn(route, status) || !(await runStepped(this.local.commitSteps(p.tracked, route, status))))
       return { outcome: 'not-turn' };
     const time = p.tracked.request.time;
+    // As long as its provider's cache can keep anything of it readable (the tracker stamps the same).
+    const expiresAt = time + longestCacheTtlMs(formatFromRoute(route));
+    this.expiries.set(p.tracked.request.id, expiresAt, expiresAt);
+    this.expiries.prune(time);
     if (after) {
-      const expiresAt = time + longestCacheTtlMs(formatFromRoute(route));
       this.forwardedPairs.set(p.tracked.request.id, after.pair);
       // In steps (the states are kept at once, their shared copy made a few hundred elements at a time):
       // a huge history seen for the first time never holds the event loop for all of it.
@@ -157,9 +181,12 @@ export class MemoryProxyState implements ProxyState {
     const conv = this.local.store.snapshot(this.maxConversations);
     const convText = JSON.stringify(conv);
     const tipStates: Array<[string, FixStates]> = [];
+    const expires: Array<[string, number]> = [];
     for (const r of conv.requests) {
       const st = this.fixStates.get(r.id);
       if (st) tipStates.push([r.id, st]);
+      const at = this.expiries.peek(r.id);
+      if (at !== undefined) expires.push([r.id, at]);
     }
     const parts = new Map<string, string>();
     const tips: string[] = [];
@@ -179,7 +206,7 @@ export class MemoryProxyState implements ProxyState {
     }
     this.lastParts = parts;
     const partsText = [...parts].map(([h, json]) => `${JSON.stringify(h)}:${json}`).join(',');
-    return `{"version":2,"conversations":${convText},"fixStates":[${tips.join(',')}],"parts":{${partsText}}}`;
+    return `{"version":2,"conversations":${convText},"fixStates":[${tips.join(',')}],"parts":{${partsText}},"expires":${JSON.stringify(expires)}}`;
   }
 
   /** A state's part of the file: its JSON and that JSON's hash, written in steps (a huge history's too). */

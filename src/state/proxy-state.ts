@@ -1,7 +1,7 @@
 // What the proxy asks of its state, wherever it lives: resolve a request and hand over its parent's fix
 // state, then commit the request once the upstream answered. Types only; it must never do I/O itself.
 
-import type { FixNote } from '../capture/capture-record.js';
+import type { CaptureRecord, FixNote } from '../capture/capture-record.js';
 import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
 import type { HeaderLookup } from '../conversation/session-label.js';
 import type { ForwardedPair } from '../fixes/stability.js';
@@ -51,10 +51,16 @@ export interface StateHealth {
   url?: string;
   prefix?: string;
   budgetMs?: number;
-  /** Requests that went out unfixed because the state was not there in time, and why the last did. */
+  /** Redis: how long it may send nothing back now before it counts as out (the budget, or more). */
+  waitLimitMs?: number;
+  /** Redis: the outage under way (down, silent, out of memory, or an error reply), since when and why. */
+  outage?: { kind: string; since: string; reason: string };
+  /** Requests that went out unfixed because the state could not be had, and the latest failure. */
   failedOpen: number;
+  /** What those requests cost, as the live analysis named their misses (re-written tokens, waste in USD). */
+  unfixedCost?: { requests: number; rewrittenTokens: number; waste: number };
   lastFailure?: { at: string; reason: string };
-  /** Times the state became unreachable, and when it last came back. */
+  /** Outages of the state (each counted once however many requests it touched), and when the last ended. */
   outages: number;
   recoveredAt?: string;
   /** Commit races lost and recomputed, and turns that could not be recorded. */
@@ -69,6 +75,36 @@ export interface StateHealth {
   instances?: Array<{ id: string; url: string; pid: number; seenMsAgo: number }>;
   /** This proxy's id among them. */
   instance?: string;
+  /** Redis: the feed the live analysis shares with the fleet. */
+  feed?: LiveFeedHealth;
+}
+
+/**
+ * A fleet's shared feed of finished exchanges: every proxy publishes its records, and every proxy's live
+ * analysis reads all of them in one order, so each judges what it served on the whole fleet's traffic.
+ */
+export interface LiveFeed {
+  /** Hands a finished record to the fleet; false when it could not (the record is then this proxy's alone). */
+  publish(record: CaptureRecord): Promise<boolean>;
+  /**
+   * Delivers every record of the fleet (what the feed still holds first), each after its parent, saying
+   * whether this proxy served it; the next waits for `deliver` to settle.
+   */
+  start(deliver: (record: CaptureRecord, own: boolean) => Promise<void>): void;
+  health(): LiveFeedHealth;
+}
+
+/** What health says of the feed. */
+export interface LiveFeedHealth {
+  /** This proxy's records published, and those it could not publish (analyzed here alone). */
+  published: number;
+  notPublished: number;
+  /** Records read from the feed (every proxy's), this proxy's among them, and unreadable ones. */
+  received: number;
+  own: number;
+  unreadable: number;
+  /** Records waiting for their parent to come first. */
+  waiting: number;
 }
 
 /** The proxy's state: memory (and a state file) on one machine, Redis for a fleet. */
@@ -99,6 +135,8 @@ export interface ProxyState {
     route: string,
     status: number | undefined,
   ): Promise<TrackedRequest | undefined>;
+  /** A fleet's shared feed of records for the live analysis (Redis); none on one machine. */
+  readonly feed?: LiveFeed;
   /** Tells the state this proxy's address (for the fleet's instance list). */
   started(url: string): void;
   health(): StateHealth;
@@ -116,7 +154,7 @@ export function unavailableNote(u: StateUnavailable): FixNote {
     notes: [
       u.reason === 'conflict'
         ? "skipped: the shared state kept changing while it was read; the client's bytes went out unchanged"
-        : "skipped: the shared state was not available in time; the client's bytes went out unchanged",
+        : "skipped: the shared state was not available (Redis was out); the client's bytes went out unchanged",
     ],
     error: u.detail,
   };

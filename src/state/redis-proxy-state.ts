@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
+import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import type { PassingEntry } from '../conversation/conversation-store.js';
 import {
   ConversationTracker,
@@ -42,16 +43,25 @@ import type {
   StateHealth,
   StateUnavailable,
 } from './proxy-state.js';
+import { RedisLiveFeed } from './redis-live-feed.js';
+import { OUT, RedisLiveness } from './redis-liveness.js';
 import { type CacheMark, RedisReadCache } from './redis-read-cache.js';
 import { COMMIT_SCRIPT, HEARTBEAT_SCRIPT, LOAD_SCRIPT } from './redis-scripts.js';
 import type { StateSpec } from './state-url.js';
-import { LATE, withinBudget } from './within-budget.js';
+import { withinBudget } from './within-budget.js';
+
+/** How long Redis may send nothing back while a request waits, by default (ms). */
+export const DEFAULT_BUDGET_MS = 1_000;
 
 export interface RedisProxyStateOptions {
   spec: Extract<StateSpec, { kind: 'redis' }>;
   /** Every key starts with it. Default `cacheward:`. */
   prefix?: string;
-  /** The most a request waits for state before it goes out unfixed (ms). Default 50. */
+  /**
+   * How long Redis may send nothing back while a request waits before it counts as out and the request
+   * goes out unfixed (ms; raised to ten of its slowest recent round trips when they are slower). Default
+   * 1,000. A slow Redis that still answers is waited for: an unfixed request busts a fixed conversation.
+   */
   budgetMs?: number;
   /** How often this proxy says it is alive (ms). Default 1,000; an instance silent for 3× is gone. */
   heartbeatMs?: number;
@@ -62,10 +72,15 @@ export interface RedisProxyStateOptions {
 
 const INVALIDATE = '__redis__:invalidate';
 
-/** Keys live this long after their last write: the longest cache TTL they can matter for, and a margin. */
+/** What a key outlives the cache by: the request's own duration and clocks that disagree (seconds). */
+const TTL_MARGIN_SECONDS = 15 * 60;
+
+/**
+ * Keys live this long after their last write: as long as the cache models say anything of the request's
+ * provider can stay readable (the memory state and its file keep it exactly as long), and a margin.
+ */
 export function stateTtlSeconds(prefix: Prefix): number {
-  const retention = prefix.body.fields.prompt_cache_retention;
-  return retention === '24h' ? 25 * 3600 : 75 * 60;
+  return Math.ceil(longestCacheTtlMs(prefix.format) / 1000) + TTL_MARGIN_SECONDS;
 }
 
 interface ScriptClient {
@@ -182,25 +197,29 @@ export class RedisProxyState implements ProxyState {
   private member: string | undefined;
   private closing = false;
   private instances: StateHealth['instances'] = [];
-  private failing: { at: number; reason: string } | undefined;
-  private lastFailure: { at: number; reason: string } | undefined;
-  private recoveredAt: number | undefined;
+  /** Whether Redis answers, and the outages (redis-liveness.ts). */
+  private readonly liveness: RedisLiveness;
+  /** The fleet's records for every proxy's live analysis (redis-live-feed.ts). */
+  readonly feed: RedisLiveFeed;
+  private readonly feedKey: string;
+  /** Why the last request went out unfixed (an outage, a state that kept changing, a bad document). */
+  private lastFailOpen: { at: number; reason: string } | undefined;
   private readonly counts = {
     prepared: 0,
     failedOpen: 0,
     committed: 0,
     recomputed: 0,
     notCommitted: 0,
-    outages: 0,
     cached: 0,
   };
 
   private constructor(private readonly options: RedisProxyStateOptions) {
     this.prefix = options.prefix ?? 'cacheward:';
-    this.budgetMs = options.budgetMs ?? 50;
+    this.budgetMs = options.budgetMs ?? DEFAULT_BUDGET_MS;
     this.heartbeatMs = options.heartbeatMs ?? 1_000;
     this.log = options.log ?? (() => {});
     const s = options.spec;
+    this.liveness = new RedisLiveness({ limitMs: this.budgetMs, display: s.display, log: this.log });
     const connection = {
       host: s.host,
       port: s.port,
@@ -209,10 +228,11 @@ export class RedisProxyState implements ProxyState {
       ...(s.password ? { password: s.password } : {}),
       ...(s.tls ? { tls: {} } : {}),
       lazyConnect: true,
-      // A command while Redis is away fails at once (the request goes out unfixed), never queues.
+      // A command while Redis is away fails at once (the request goes out unfixed), never queues. One
+      // that Redis leaves unanswered is given up well after the request stopped waiting for it.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      commandTimeout: Math.max(1_000, this.budgetMs * 20),
+      commandTimeout: Math.max(10_000, this.budgetMs * 20),
       connectTimeout: 1_000,
       retryStrategy: (times: number) => Math.min(50 * times, 500),
     };
@@ -221,12 +241,22 @@ export class RedisProxyState implements ProxyState {
     this.redis.defineCommand('cwCommit', { numberOfKeys: 0, lua: COMMIT_SCRIPT });
     this.redis.defineCommand('cwHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT_SCRIPT });
     this.scripts = this.redis as unknown as ScriptClient;
-    this.redis.on('error', (err: Error) => this.failed(`Redis at ${s.display}: ${err.message}`));
+    this.feedKey = `${this.prefix}live`;
+    this.feed = new RedisLiveFeed({
+      redis: this.redis,
+      liveness: this.liveness,
+      key: this.feedKey,
+      instance: this.instanceId,
+      log: this.log,
+    });
+    this.redis.on('error', (err: Error) => {
+      if (!this.closing) this.liveness.begin('down', `Redis at ${s.display}: ${err.message}`);
+    });
     this.redis.on('close', () => {
-      if (!this.closing) this.failed(`Redis at ${s.display} closed the connection`);
+      if (!this.closing) this.liveness.begin('down', `Redis at ${s.display} closed the connection`);
     });
     this.redis.on('ready', () => {
-      this.succeeded();
+      this.liveness.ready();
       void this.startTracking();
     });
     this.redis.on('close', () => this.stopTracking());
@@ -253,7 +283,13 @@ export class RedisProxyState implements ProxyState {
       sub.on('messageBuffer', (channel: Buffer, keys: Buffer[] | Buffer | null) => {
         if (String(channel) !== INVALIDATE) return;
         if (keys === null) this.cache.invalidated(null);
-        else this.cache.invalidated(Array.isArray(keys) ? keys.map(String) : [String(keys)]);
+        else {
+          // The feed's stream is written for every exchange and holds no conversation state.
+          const names = (Array.isArray(keys) ? keys.map(String) : [String(keys)]).filter(
+            (k) => k !== this.feedKey,
+          );
+          if (names.length) this.cache.invalidated(names);
+        }
       });
     }
   }
@@ -307,15 +343,18 @@ export class RedisProxyState implements ProxyState {
     const ready = state.redis.connect().then(
       () => true,
       (err: Error) => {
-        state.failed(`Redis at ${options.spec.display}: ${err.message}`);
+        state.liveness.begin('down', `Redis at ${options.spec.display}: ${err.message}`);
         return false;
       },
     );
-    // Scripts loaded before the first request, so it does not pay for sending and compiling them.
+    // Scripts loaded before the first request, so it does not pay for sending and compiling them (and
+    // their round trips are the first the wait limit follows).
     const warm = ready.then(async (up) => {
       if (!up) return false;
       await Promise.all(
-        [LOAD_SCRIPT, COMMIT_SCRIPT, HEARTBEAT_SCRIPT].map((lua) => state.redis.script('LOAD', lua)),
+        [LOAD_SCRIPT, COMMIT_SCRIPT, HEARTBEAT_SCRIPT].map((lua) =>
+          state.liveness.watch(state.redis.script('LOAD', lua)),
+        ),
       );
       await tracked;
       return true;
@@ -324,10 +363,8 @@ export class RedisProxyState implements ProxyState {
       warm.catch(() => false),
       waitMs,
     );
-    if (r !== true)
-      state.log(
-        `state: Redis at ${options.spec.display} is not answering; requests go out unfixed until it does`,
-      );
+    if (r !== true && !state.liveness.outage)
+      state.liveness.begin('down', `Redis at ${options.spec.display} is not answering`);
     return state;
   }
 
@@ -335,16 +372,21 @@ export class RedisProxyState implements ProxyState {
     const { label, request } = conversationRequest(id, prefix, headers, time);
     if (this.redis.status !== 'ready')
       return this.failOpen('unavailable', `Redis at ${this.options.spec.display} is ${this.redis.status}`);
+    // A copy of the conversation this proxy served last needs no read, whatever Redis is doing.
     const warm = await this.fromCache(label, request, prefix);
-    if (warm === LATE) return this.failOpen('unavailable', `no answer from Redis within ${this.budgetMs} ms`);
+    if (warm === OUT) return this.failOpen('unavailable', this.outReason());
     if (warm) return warm;
+    // Only an outage sends a request out unfixed: a slow Redis (a busy machine) is waited for.
+    if (await this.liveness.stillUnreachable()) return this.failOpen('unavailable', this.outReason());
     const work = this.resolveFresh(request, true).catch((err: Error) => err);
-    const out = await withinBudget(work, this.budgetMs);
-    if (out === LATE) return this.failOpen('unavailable', `no answer from Redis within ${this.budgetMs} ms`);
+    const out = await this.liveness.wait(work, Date.now());
+    if (out === OUT) return this.failOpen('unavailable', this.outReason());
     if (out === CONFLICT)
       return this.failOpen('conflict', 'the conversation changed on every read (3 attempts)');
-    if (out instanceof Error) return this.failOpen('unavailable', `Redis: ${out.message}`);
-    this.succeeded();
+    if (out instanceof Error) {
+      if (out.name === 'ReplyError') this.liveness.begin('error', `Redis: ${out.message}`);
+      return this.failOpen('unavailable', `Redis: ${out.message}`);
+    }
     const parent = out.resolution.parent;
     let fix: RequestFixState | undefined;
     const doc = parent ? out.fix.docs.get(parent) : undefined;
@@ -387,13 +429,13 @@ export class RedisProxyState implements ProxyState {
     label: TrackedRequest['label'],
     request: TrackedRequest['request'],
     prefix: Prefix,
-  ): Promise<PreparedRequest | typeof LATE | undefined> {
+  ): Promise<PreparedRequest | typeof OUT | undefined> {
     const key = request.label;
     if (key === undefined || !this.cache.isLive) return undefined;
     // This proxy's own commit of the label's previous request comes first (it is usually in already);
-    // when it is not in within the budget, Redis is too slow for a read as well.
+    // when Redis goes out before it is, Redis is out for a read as well.
     const pending = this.cache.pendingOf(key);
-    if (pending && (await withinBudget(pending, this.budgetMs)) === LATE) return LATE;
+    if (pending && (await this.liveness.wait(pending, Date.now())) === OUT) return OUT;
     const entry = this.cache.get(key, Date.now());
     if (!entry) return undefined;
     const ends = request.ends;
@@ -477,13 +519,13 @@ export class RedisProxyState implements ProxyState {
             : this.commitArgs(p, inner, fixArgs ?? this.fixArgs(p, inner, after));
         const fixKey = built.doc ? `${this.prefix}f:${p.tracked.request.id}` : undefined;
         if (fixKey) this.cache.ownWrite(fixKey);
-        const r = await this.scripts.cwCommit(...built.args).catch((err: Error) => {
+        const r = await this.liveness.watch(this.scripts.cwCommit(...built.args)).catch((err: Error) => {
           if (fixKey) this.cache.ownWriteDone(fixKey);
           throw err;
         });
-        this.succeeded();
         if (r[0] !== 1 && fixKey) this.cache.ownWriteDone(fixKey);
         if (r[0] === 1) {
+          this.liveness.wrote();
           this.remember(p, inner, built, after);
           if (lostOn === undefined) {
             this.counts.committed++;
@@ -516,8 +558,10 @@ export class RedisProxyState implements ProxyState {
       return this.notCommitted(`it lost the compare-and-swap on conversation ${lostOn} four times`);
     } catch (err) {
       if (label !== undefined) this.cache.drop(label);
-      this.failed(`Redis: ${(err as Error).message}`);
-      return this.notCommitted(`Redis failed: ${(err as Error).message}`);
+      const message = (err as Error).message;
+      this.liveness.lastFailure = { at: Date.now(), reason: `Redis: ${message}` };
+      if (this.liveness.outage?.kind === 'oom') this.liveness.unrecorded++;
+      return this.notCommitted(`Redis failed: ${message}`);
     }
   }
 
@@ -627,11 +671,15 @@ export class RedisProxyState implements ProxyState {
     route: string,
     status: number | undefined,
   ): Promise<TrackedRequest | undefined> {
-    if (this.redis.status !== 'ready') return undefined;
+    if (this.redis.status !== 'ready' || this.liveness.unreachable) return undefined;
     const { label, request } = conversationRequest(id, prefix, headers, time);
     try {
-      const out = await this.resolveFresh(request, false);
-      if (out === CONFLICT) return undefined;
+      const out = await this.liveness.wait(
+        this.resolveFresh(request, false).catch((err: Error) => err),
+        Date.now(),
+      );
+      if (out === CONFLICT || out === OUT) return undefined;
+      if (out instanceof Error) throw out;
       const tracked: TrackedRequest = { label, request, resolution: out.resolution, committed: false };
       const prepared: PreparedRequest = { ok: true, tracked, states: undefined, parentPair: undefined };
       this.inner.set(prepared, {
@@ -645,7 +693,7 @@ export class RedisProxyState implements ProxyState {
       const c = await this.commit(prepared, route, status, undefined);
       return c.outcome === 'not-committed' ? undefined : tracked;
     } catch (err) {
-      this.failed(`Redis: ${(err as Error).message}`);
+      this.liveness.lastFailure = { at: Date.now(), reason: `Redis: ${(err as Error).message}` };
       return undefined;
     }
   }
@@ -656,8 +704,16 @@ export class RedisProxyState implements ProxyState {
     this.member = member;
     const beat = () => {
       if (this.redis.status !== 'ready') return;
-      this.scripts
-        .cwHeartbeat(`${this.prefix}instances`, member, String(this.heartbeatMs * 3))
+      // Waited for like a request's read, so a Redis gone silent shows on health with no request waiting.
+      const sent = Date.now();
+      const answer = this.liveness.watch(
+        this.scripts.cwHeartbeat(`${this.prefix}instances`, member, String(this.heartbeatMs * 3)),
+      );
+      void this.liveness.wait(
+        answer.catch(() => undefined),
+        sent,
+      );
+      answer
         .then(([now, list]) => {
           const out: NonNullable<StateHealth['instances']> = [];
           for (let i = 0; i + 1 < list.length; i += 2) {
@@ -669,9 +725,11 @@ export class RedisProxyState implements ProxyState {
             }
           }
           this.instances = out;
-          this.succeeded();
+          this.liveness.wrote();
         })
-        .catch((err: Error) => this.failed(`Redis: ${err.message}`));
+        .catch((err: Error) => {
+          this.liveness.lastFailure = { at: Date.now(), reason: `Redis: ${err.message}` };
+        });
     };
     beat();
     this.heartbeat = setInterval(beat, this.heartbeatMs);
@@ -679,21 +737,27 @@ export class RedisProxyState implements ProxyState {
   }
 
   health(): StateHealth {
-    const down = this.redis.status !== 'ready' || this.failing !== undefined;
+    const live = this.liveness;
+    const outage = live.outage;
+    const down = this.redis.status !== 'ready' || outage !== undefined;
+    const last = [live.lastFailure, this.lastFailOpen].reduce<{ at: number; reason: string } | undefined>(
+      (x, y) => (!x || (y && y.at > x.at) ? y : x),
+      undefined,
+    );
     return {
       kind: 'redis',
       status: down ? 'degraded' : 'ok',
       url: this.options.spec.display,
       prefix: this.prefix,
       budgetMs: this.budgetMs,
-      failedOpen: this.counts.failedOpen,
-      ...(this.lastFailure
-        ? {
-            lastFailure: { at: new Date(this.lastFailure.at).toISOString(), reason: this.lastFailure.reason },
-          }
+      waitLimitMs: live.limitMs(),
+      ...(outage
+        ? { outage: { kind: outage.kind, since: new Date(outage.at).toISOString(), reason: outage.reason } }
         : {}),
-      outages: this.counts.outages,
-      ...(this.recoveredAt ? { recoveredAt: new Date(this.recoveredAt).toISOString() } : {}),
+      failedOpen: this.counts.failedOpen,
+      ...(last ? { lastFailure: { at: new Date(last.at).toISOString(), reason: last.reason } } : {}),
+      outages: live.outages,
+      ...(live.recoveredAt ? { recoveredAt: new Date(live.recoveredAt).toISOString() } : {}),
       recomputed: this.counts.recomputed,
       notCommitted: this.counts.notCommitted,
       readCache: {
@@ -703,6 +767,7 @@ export class RedisProxyState implements ProxyState {
       },
       instances: down ? [] : this.instances,
       instance: this.instanceId,
+      feed: this.feed.health(),
     };
   }
 
@@ -724,8 +789,17 @@ export class RedisProxyState implements ProxyState {
       `cacheward_state_invalidations_total ${this.cache.counts.invalidations}`,
       '# HELP cacheward_state_outages_total Times the shared state became unreachable.',
       '# TYPE cacheward_state_outages_total counter',
-      `cacheward_state_outages_total ${c.outages}`,
-      '# HELP cacheward_state_up 1 when the shared state answers, 0 while requests go out unfixed.',
+      `cacheward_state_outages_total ${this.liveness.outages}`,
+      '# HELP cacheward_state_feed_records_total Records of the fleet feed the live analysis shares, by outcome.',
+      '# TYPE cacheward_state_feed_records_total counter',
+      ...Object.entries(this.feed.health()).flatMap(([k, n]) =>
+        k === 'waiting'
+          ? []
+          : [
+              `cacheward_state_feed_records_total{outcome="${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}"} ${n}`,
+            ],
+      ),
+      '# HELP cacheward_state_up 1 when the shared state answers and takes writes, 0 during an outage.',
       '# TYPE cacheward_state_up gauge',
       `cacheward_state_up ${this.health().status === 'ok' ? 1 : 0}`,
       '',
@@ -734,6 +808,7 @@ export class RedisProxyState implements ProxyState {
 
   async close(): Promise<void> {
     this.closing = true;
+    await this.feed.close();
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.redis.status === 'ready') {
       if (this.member) await this.redis.zrem(`${this.prefix}instances`, this.member).catch(() => {});
@@ -767,15 +842,19 @@ export class RedisProxyState implements ProxyState {
       // Beside the first load under a label (a plain command: Redis spares this proxy its invalidation),
       // a write that tells every other proxy its copy of the label is no longer to be trusted.
       if (request.label !== undefined && attempt === 0 && this.sub)
-        this.redis.set(`${this.prefix}t:${request.label}`, '1', 'EX', 3600).catch(() => {});
+        this.liveness
+          .watch(this.redis.set(`${this.prefix}t:${request.label}`, '1', 'EX', 3600))
+          .catch(() => {});
       this.absorb(
-        await this.scripts.cwLoad(
-          ...loadArgs(this.prefix, {
-            walk,
-            wantFix,
-            have,
-            ...(request.label !== undefined ? { label: request.label } : {}),
-          }),
+        await this.liveness.watch(
+          this.scripts.cwLoad(
+            ...loadArgs(this.prefix, {
+              walk,
+              wantFix,
+              have,
+              ...(request.label !== undefined ? { label: request.label } : {}),
+            }),
+          ),
         ),
         loaded,
         fix,
@@ -803,7 +882,11 @@ export class RedisProxyState implements ProxyState {
           ...(needFix && parent ? { f: [parent], have } : {}),
           ...(needParts.length ? { s: needParts } : {}),
         };
-        this.absorb(await this.scripts.cwLoad(...loadArgs(this.prefix, spec)), more, fix);
+        this.absorb(
+          await this.liveness.watch(this.scripts.cwLoad(...loadArgs(this.prefix, spec))),
+          more,
+          fix,
+        );
         moved = versionsDisagree(loaded, more);
         mergeLoaded(loaded, more);
       }
@@ -847,9 +930,13 @@ export class RedisProxyState implements ProxyState {
 
   private failOpen(reason: StateUnavailable['reason'], detail: string): StateUnavailable {
     this.counts.failedOpen++;
-    if (reason === 'unavailable') this.failed(detail);
-    else this.lastFailure = { at: Date.now(), reason: detail };
+    this.lastFailOpen = { at: Date.now(), reason: detail };
     return { ok: false, reason, detail };
+  }
+
+  /** Why Redis is out, as a request's record says it. */
+  private outReason(): string {
+    return this.liveness.outage?.reason ?? `Redis at ${this.options.spec.display} is out`;
   }
 
   private notCommitted(why: string): StateCommit {
@@ -862,23 +949,6 @@ export class RedisProxyState implements ProxyState {
         notes: [`this turn is not in the shared state: ${why}`],
       },
     };
-  }
-
-  private failed(reason: string): void {
-    const now = Date.now();
-    this.lastFailure = { at: now, reason };
-    if (this.failing) return;
-    this.failing = { at: now, reason };
-    this.counts.outages++;
-    this.log(`state degraded (requests go out unfixed, nothing is lost): ${reason}`);
-  }
-
-  private succeeded(): void {
-    if (!this.failing || this.redis.status !== 'ready') return;
-    const since = this.failing.at;
-    this.failing = undefined;
-    this.recoveredAt = Date.now();
-    this.log(`state: Redis answers again after ${((this.recoveredAt - since) / 1000).toFixed(1)} s`);
   }
 }
 

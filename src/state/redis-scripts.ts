@@ -256,7 +256,7 @@ end
 if #fields > 0 then redis.call('HSET', bucket, unpack(fields)) end
 redis.call('EXPIRE', bucket, ttl + 3600)
 redis.call('SADD', P .. 'pclasses', ttl)
-redis.call('EXPIRE', P .. 'pclasses', 26 * 3600)
+if redis.call('TTL', P .. 'pclasses') < ttl + 3600 then redis.call('EXPIRE', P .. 'pclasses', ttl + 3600) end
 for k = 1, #labels, 2 do put(P .. 'l:' .. labels[k], labels[k + 1]) end
 return { 1 }
 `;

@@ -13,6 +13,8 @@ export interface StateDocument {
   version: 1;
   conversations: ConversationSnapshot;
   fixStates: Array<[string, Record<string, unknown>]>;
+  /** When each saved request stops mattering (ms since the epoch); absent in files from before. */
+  expires?: Array<[string, number]>;
 }
 
 /**
@@ -24,6 +26,7 @@ export interface StateDocumentV2 {
   conversations: ConversationSnapshot;
   fixStates: Array<[string, Record<string, string>]>;
   parts: Record<string, unknown>;
+  expires?: Array<[string, number]>;
 }
 
 /** A document, or its JSON text already composed (parts written from cached JSON). */
@@ -104,7 +107,13 @@ export class StateFile {
         }
         return [request, states];
       });
-      return { version: 1, conversations: doc.conversations, fixStates };
+      const expires = Array.isArray(doc.expires)
+        ? doc.expires.filter(
+            (e): e is [string, number] =>
+              Array.isArray(e) && typeof e[0] === 'string' && typeof e[1] === 'number',
+          )
+        : undefined;
+      return { version: 1, conversations: doc.conversations, fixStates, ...(expires ? { expires } : {}) };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
         this.log(`state in ${this.path} could not be read (starting fresh): ${(err as Error).message}`);

@@ -199,6 +199,49 @@ describe('the state file', () => {
   });
 });
 
+describe('one retention for memory, the state file and Redis', () => {
+  it('a restart keeps each conversation as long as its cache could, no longer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-retention-'));
+    const state = new MemoryProxyState({ stateDir: dir });
+    const first = agentConversation({ turns: 1, seed: 41 });
+    await turn(state, 'k1', first, T0);
+    const chat = {
+      model: 'gpt-5',
+      messages: [
+        { role: 'system', content: 'You are a careful coding agent. '.repeat(60) },
+        { role: 'user', content: 'Fix the test.' },
+      ],
+    };
+    await turn(state, 'k2', chat, T0, '/v1/chat/completions');
+    await state.close();
+    const doc = JSON.parse(readFileSync(join(dir, 'conversations.json'), 'utf8'));
+    expect(Object.fromEntries(doc.expires)).toEqual({ k1: T0 + TTL_1H, k2: T0 + OPENAI_TTL_24H });
+    const again = new MemoryProxyState({ stateDir: dir });
+    // Traffic two hours later prunes what expired: the Anthropic conversation (1 h), not the OpenAI one (24 h).
+    for (let c = 0; c < 64; c++)
+      await turn(again, `z${c}`, agentConversation({ turns: 1, seed: 500 + c }), T0 + 2 * TTL_1H + c);
+    const late = await again.prepare(
+      'k1b',
+      prefixOf(appendUserTurn(first, 'go on')),
+      {},
+      T0 + 2 * TTL_1H + 100,
+    );
+    expect(late.ok && late.tracked.resolution.relation).toBe('new');
+    expect(late.ok && late.states).toBeUndefined();
+    const chatNext = {
+      ...chat,
+      messages: [
+        ...chat.messages,
+        { role: 'assistant', content: 'Done.' },
+        { role: 'user', content: 'Thanks.' },
+      ],
+    };
+    const kept = await again.prepare('k2b', prefixOf(chatNext, 'openai-chat'), {}, T0 + 2 * TTL_1H + 100);
+    expect(kept.ok && kept.tracked.resolution).toMatchObject({ relation: 'continues', parent: 'k2' });
+    expect(kept.ok && kept.states?.get('tools-freeze')).toBeTruthy();
+  });
+});
+
 describe('the state file snapshot', () => {
   it('yields between conversations while it writes their fix states, and reloads every one', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cacheward-sliced-snapshot-'));

@@ -16,6 +16,8 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port and folder. */
   start(): Promise<void>;
+  /** Freezes the server (SIGSTOP) for `ms`: connections stay open, nothing is answered. Resolves after SIGCONT. */
+  pause(ms: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -102,6 +104,16 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     cli: (...args) => spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' }).stdout,
     stop,
     start: launch,
-    close: stop,
+    pause: async (ms) => {
+      const c = child;
+      if (!c || c.exitCode !== null) return;
+      c.kill('SIGSTOP');
+      await new Promise((r) => setTimeout(r, ms));
+      c.kill('SIGCONT');
+    },
+    close: async () => {
+      child?.kill('SIGCONT');
+      await stop();
+    },
   };
 }
