@@ -25,6 +25,7 @@ import type { ProxyMetrics } from './proxy-metrics.js';
 import { ProxyConfigError, type ProxyHealth, type ProxyOptions } from './proxy-options.js';
 import { createRequestHandler } from './request-handler.js';
 import { tolerantConnector } from './upstream-connector.js';
+import { WebSocketRelay } from './websocket-relay.js';
 import { processCpuMs, WorkSlices } from './work-slices.js';
 
 /** The proxy once it listens: what createProxy's handle delegates to. */
@@ -82,7 +83,7 @@ export async function openProxy(
   let open = 0;
   const memory = new MemoryRelease({
     settled: () => writer.flush(),
-    busy: () => open > 0 || slices.pending > 0,
+    busy: (): boolean => open > 0 || slices.pending > 0 || relay.busy,
   });
   const builder = new PrefixBuilder();
   const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations: state.local });
@@ -146,13 +147,31 @@ export async function openProxy(
     admin: {
       health,
       metricsText: () =>
-        metrics.render() + state.metricsText() + slices.metricsText() + (telemetry?.metricsText() ?? ''),
+        metrics.render() +
+        state.metricsText() +
+        slices.metricsText() +
+        relay.metricsText() +
+        (telemetry?.metricsText() ?? ''),
       live,
     },
   });
 
+  // Responses WebSockets: each `response.create` recorded through the same path as an HTTP exchange.
+  const relay: WebSocketRelay = new WebSocketRelay({
+    clock,
+    log,
+    metrics,
+    memory,
+    recorder,
+    state,
+    live,
+    slices,
+    recording,
+  });
+  const bases = { anthropic: new URL(upstreams.anthropic), openai: new URL(upstreams.openai) };
   const server: Server = createServer((req, res) => listener(req, res));
   serveExpectContinue(server, (req, res) => listener(req, res));
+  server.on('upgrade', (req, socket, head) => relay.upgrade(req, socket, head, bases, admission));
   // Every request's handling, until it has ended: close() waits for them, or an exchange still in flight
   // when the connections are cut would be recorded after close() resolved (into a file opened again).
   const handling = new Set<Promise<void>>();
@@ -209,6 +228,7 @@ export async function openProxy(
     async close() {
       unsubscribe();
       memory.stop();
+      relay.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.all([...handling]);

@@ -92,7 +92,9 @@ export async function prepare(
   if ('error' in retention) return fail(400, retention.error, 'prompt_cache_retention');
   const turnIndex = kind === 'chat' ? chatTurns(body) : responsesTurns(ctx, body);
   const turn = pickTurn(ctx.options.script, () => conversationText(body, kind), turnIndex);
-  if (turn.error) return fail(turn.error.status, turn.error.message ?? 'Scripted error');
+  // `generate: false` (a Responses warm-up) prepares the context and produces nothing: no turn plays.
+  if (turn.error && body.generate !== false)
+    return fail(turn.error.status, turn.error.message ?? 'Scripted error');
   const unplayable = kind === 'chat' ? unplayableOn('Chat Completions', turn) : undefined;
   if (unplayable) return fail(500, unplayable);
   const options = isObj(body.prompt_cache_options) ? body.prompt_cache_options : {};
