@@ -228,12 +228,6 @@ function open(url: string, headers: Record<string, string> = {}): Promise<WsClie
   });
 }
 
-function nextMessage(ws: WsClient): Promise<{ data: Buffer; binary: boolean }> {
-  return new Promise((resolve) =>
-    ws.once('message', (data: Buffer, binary: boolean) => resolve({ data, binary })),
-  );
-}
-
 function closeOf(ws: WsClient): Promise<{ code: number; reason: string }> {
   return new Promise((resolve) =>
     ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
