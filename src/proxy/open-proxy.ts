@@ -129,6 +129,7 @@ export async function openProxy(
       ...(st.fixState && fixes.length ? { fixState: st.fixState } : {}),
       ...(telemetry ? { otlp: telemetry.health() } : {}),
       memory: processMemory(state.local.store.sizes(), memory),
+      websockets: relay.counts(),
       ...(forwarding
         ? {
             forward: {

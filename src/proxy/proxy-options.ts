@@ -101,6 +101,8 @@ export interface ProxyHealth {
   otlp?: { endpoint: string; exported: number; dropped: number };
   /** The process's memory (bytes) and how many conversations the state holds (bounded). */
   memory: ProcessMemory;
+  /** Responses WebSockets relayed (in all, open now) and the `response.create`s they carried. */
+  websockets: { sockets: number; open: number; responses: number };
   /** Forward mode, when on: the CA certificate to trust, the hosts opened, which tunnels are made. */
   forward?: { ca: string; openHosts: string[]; tunnel: TunnelPolicy };
 }

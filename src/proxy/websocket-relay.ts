@@ -74,6 +74,7 @@ export class WebSocketRelay {
   private live = 0;
   private readonly frames = { client: 0, upstream: 0 };
   private opened = 0;
+  private responses = 0;
 
   constructor(private readonly deps: WebSocketRelayDeps) {
     this.server = new WebSocketServer({
@@ -199,6 +200,11 @@ export class WebSocketRelay {
         this.relay(req, client, upstream, path === RESPONSES);
       });
     });
+  }
+
+  /** Sockets relayed (in all, and open now) and `response.create`s seen on them. */
+  counts(): { sockets: number; open: number; responses: number } {
+    return { sockets: this.opened, open: this.live, responses: this.responses };
   }
 
   /** Ends every relayed socket at once (the proxy is closing). */
@@ -331,6 +337,7 @@ export class WebSocketRelay {
     };
     pending.push(p);
     this.pendingCount++;
+    this.responses++;
   }
 
   /** An upstream frame: read by the oldest open exchange's stream reader; a terminal event ends it. */

@@ -53,6 +53,10 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
         `  capture: ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}; upstreams: ${h.upstreams.anthropic} (Anthropic), ${h.upstreams.openai} (OpenAI)`,
       );
       io.out(`  ANTHROPIC_BASE_URL=${proxy.url}  OPENAI_BASE_URL=${proxy.url}/v1`);
+      if (h.forward)
+        io.out(
+          `  forward: HTTPS_PROXY=${proxy.url}  NODE_EXTRA_CA_CERTS=${h.forward.ca}  (opens ${h.forward.openHosts.join(', ')}; tunnels the rest)`,
+        );
       io.out(`  live page: ${proxy.url}/_cacheward/`);
       if (h.state.kind === 'redis')
         io.out(
