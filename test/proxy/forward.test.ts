@@ -13,6 +13,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { ProxyAgent, fetch as undiciFetch } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
 import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
@@ -131,6 +132,38 @@ describe('forward mode', async () => {
     expect(r.status).toBe('completed');
     const records = await fwd.records();
     expect(records.at(-1)?.record).toMatchObject({ route: '/v1/responses', provider: 'openai', status: 200 });
+  });
+
+  it('relays a Responses WebSocket through an opened host (wss through CONNECT), recorded as over HTTP', async () => {
+    const raw = await connectThrough(fwd.proxy.url, 'api.openai.com:443');
+    const secure = tlsConnect({ socket: raw, servername: 'api.openai.com', ca });
+    const ws = new WebSocket('wss://api.openai.com/v1/responses', {
+      headers: { authorization: `Bearer ${OPENAI_KEY}` },
+      createConnection: () => secure,
+    } as never);
+    const done = new Promise<Json>((resolve) =>
+      ws.on('message', (d: Buffer) => {
+        const e = JSON.parse(String(d));
+        if (e.type === 'response.completed') resolve(e);
+      }),
+    );
+    await new Promise((r) => ws.once('open', r));
+    ws.send(
+      JSON.stringify({
+        type: 'response.create',
+        model: 'gpt-5.5',
+        input: 'over wss',
+        prompt_cache_key: 'fwd-ws',
+      }),
+    );
+    const completed = await done;
+    ws.close();
+    const rec = (await fwd.records()).find((r) => r.record.session.key === 'pck:fwd-ws');
+    expect(rec?.record).toMatchObject({
+      transport: 'websocket',
+      status: 200,
+      responseId: completed.response.id,
+    });
   });
 
   it('tunnels any other CONNECT byte for byte and never hands it a certificate', async () => {

@@ -291,6 +291,17 @@ describe('frames, closes and bad input against a scripted upstream', async () =>
     expect(Buffer.from(String(rs[0]?.body))).toEqual(sent[0]);
   });
 
+  it('relays an upgrade on another path without recording it', async () => {
+    const before = (await records()).length;
+    const ws = await open(`${proxy.url}/v1/realtime?model=x`);
+    ws.send('{"type":"response.create","model":"gpt-5.5","input":"not an exchange here"}', { binary: false });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(handshake?.url).toBe('/v1/realtime?model=x');
+    expect(String(received.at(-1)?.data)).toContain('not an exchange here');
+    ws.close();
+    expect(await records()).toHaveLength(before);
+  });
+
   it('forwards a frame that is not JSON as it came and records it as unparsable', async () => {
     const before = received.length;
     const ws = await open(`${proxy.url}/v1/responses`);
