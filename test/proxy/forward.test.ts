@@ -30,6 +30,8 @@ const clock = new VirtualClock();
 const sim = createSimulator({ clock });
 const simUrl = await sim.listen();
 afterAll(() => sim.close());
+const dispatchers: ProxyAgent[] = [];
+afterAll(() => Promise.all(dispatchers.map((d) => d.close())));
 
 async function proxyWith(name: string, extra: Partial<ProxyOptions> = {}) {
   const dir = join(root, name);
@@ -56,7 +58,7 @@ async function proxyWith(name: string, extra: Partial<ProxyOptions> = {}) {
 /** A fetch that goes through `proxyUrl` by CONNECT, trusting `ca` (or only the system store). */
 function proxiedFetch(proxyUrl: string, ca?: string): typeof fetch {
   const dispatcher = new ProxyAgent({ uri: proxyUrl, ...(ca ? { requestTls: { ca } } : {}) });
-  afterAll(() => dispatcher.close());
+  dispatchers.push(dispatcher);
   return ((url: string, init: RequestInit) =>
     undiciFetch(url, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
 }
@@ -170,7 +172,6 @@ describe('forward mode', async () => {
     // A TCP echo server: a megabyte of random bytes comes back the same.
     const echo = createNetServer((s) => s.pipe(s));
     await new Promise<void>((r) => echo.listen(0, '127.0.0.1', () => r()));
-    afterAll(() => new Promise((r) => echo.close(r)));
     const port = (echo.address() as { port: number }).port;
     const tunnel = await connectThrough(fwd.proxy.url, `127.0.0.1:${port}`);
     const sent = randomBytes(1024 * 1024);
@@ -194,7 +195,6 @@ describe('forward mode', async () => {
       s.end('hello from the real host'),
     );
     await new Promise<void>((r) => tlsServer.listen(0, '127.0.0.1', () => r()));
-    afterAll(() => new Promise((r) => tlsServer.close(r)));
     const tlsPort = (tlsServer.address() as { port: number }).port;
     const raw = await connectThrough(fwd.proxy.url, `127.0.0.1:${tlsPort}`);
     const secure = tlsConnect({ socket: raw, rejectUnauthorized: false, servername: 'localhost' });
@@ -209,6 +209,8 @@ describe('forward mode', async () => {
     expect(secure.getPeerX509Certificate()?.raw.equals(new X509Certificate(other.cert).raw)).toBe(true);
     const metrics = await (await fetch(`${fwd.proxy.url}/_cacheward/metrics`)).text();
     expect(metrics).toMatch(/cacheward_connect_total\{result="tunneled"\} 2/);
+    await new Promise((r) => echo.close(r));
+    await new Promise((r) => tlsServer.close(r));
   });
 
   it('tells a client that does not trust the CA how to trust it', async () => {
