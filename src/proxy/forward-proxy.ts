@@ -249,5 +249,8 @@ export function forwardSettings(forward: true | ForwardOptions): {
   const openHosts = new Set(
     [...PROVIDER_HOSTS, ...(f.openHosts ?? [])].map((h) => h.trim().toLowerCase()).filter(Boolean),
   );
+  // Their certificates now, before the proxy listens: made on the first CONNECT, the key and signature
+  // (0.1 to 0.6 s, synchronous) would hold up every other client then.
+  for (const host of openHosts) ca.contextFor(host);
   return { ca, openHosts, tunnel: f.tunnel ?? 'any' };
 }

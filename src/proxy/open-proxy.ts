@@ -272,7 +272,7 @@ export async function openProxy(
     async close() {
       unsubscribe();
       memory.stop();
-      relay.close();
+      await relay.close();
       forward?.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

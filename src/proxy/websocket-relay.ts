@@ -207,9 +207,21 @@ export class WebSocketRelay {
     return { sockets: this.opened, open: this.live, responses: this.responses };
   }
 
-  /** Ends every relayed socket at once (the proxy is closing). */
-  close(): void {
-    for (const ws of this.sockets) ws.terminate();
+  /**
+   * Ends every relayed socket at once (the proxy is closing); resolves once each has closed, so the
+   * exchanges they cut short are handed to the recording path before the capture closes.
+   */
+  async close(): Promise<void> {
+    await Promise.all(
+      [...this.sockets].map(
+        (ws) =>
+          new Promise<void>((resolve) => {
+            if (ws.readyState === WebSocket.CLOSED) return resolve();
+            ws.once('close', () => resolve());
+            ws.terminate();
+          }),
+      ),
+    );
   }
 
   /** Prometheus lines: sockets open now, sockets and frames relayed. */
