@@ -206,7 +206,9 @@ async function summarize(
     return [
       ended,
       s.yellow(
-        `cacheward run: no request went through the proxy: ${cmd} did not use ANTHROPIC_BASE_URL or OPENAI_BASE_URL`,
+        transport.includes('forward proxy')
+          ? `cacheward run: no request went through the proxy: ${cmd} did not use HTTPS_PROXY, or did not trust the local CA (cacheward ca)`
+          : `cacheward run: no request went through the proxy: ${cmd} did not use ANTHROPIC_BASE_URL or OPENAI_BASE_URL`,
       ),
     ];
   const result = await analyzePaths(files, {
