@@ -88,8 +88,13 @@ export interface CaptureRecord {
   /** The model the response names, when it says one. */
   responseModel?: string;
   status?: number;
-  /** How the exchange ended: `complete`, `error` (status >= 400), `upstream_error`, `client_aborted`, `upstream_reset`. */
+  /**
+   * How the exchange ended: `complete`, `error` (status >= 400), `upstream_error`, `client_aborted`,
+   * `upstream_reset`, `unparsable` (a WebSocket message that is not JSON, relayed as it came).
+   */
   outcome: string;
+  /** `websocket`: a `response.create` on a Responses WebSocket (method `POST`, as its HTTP twin); absent for HTTP. */
+  transport?: 'websocket';
   stream: boolean;
   responseId?: string;
   stopReason?: string;

@@ -4,6 +4,7 @@
 import { Command, CommanderError } from 'commander';
 import { CachewardError } from '../core/errors.js';
 import { VERSION } from '../core/version.js';
+import { registerCa } from './commands/ca.js';
 import { registerDemo } from './commands/demo.js';
 import { registerDiff } from './commands/diff.js';
 import { registerPrices } from './commands/prices.js';
@@ -46,6 +47,7 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
   registerPrices(program, io, setExit);
   registerShow(program, io, setExit);
   registerRun(program, io, setExit);
+  registerCa(program, io, setExit);
   for (const cmd of program.commands) cmd.exitOverride();
   try {
     await program.parseAsync([...argv], { from: 'user' });

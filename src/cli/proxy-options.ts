@@ -34,6 +34,10 @@ export interface ProxyCliOptions {
   otlp?: string;
   /** `--no-warm-up` sets it false. */
   warmUp: boolean;
+  /** `--forward`: also an HTTPS forward proxy (CONNECT, the local CA). */
+  forward?: boolean;
+  openHost?: string;
+  caDir?: string;
 }
 
 /** Declares the proxy's options on a command. */
@@ -84,7 +88,13 @@ export function addProxyOptions(cmd: Command, defaultPort: string): Command {
     .option(
       '--no-warm-up',
       'skip the start-up warm-up (a few generated exchanges through a throwaway proxy, so the first real one runs warm)',
-    );
+    )
+    .option(
+      '--forward',
+      'also an HTTPS forward proxy (HTTPS_PROXY): opens the provider API hosts with a local CA, tunnels the rest',
+    )
+    .option('--open-host <names>', 'with --forward: more hosts to open and capture, comma-separated')
+    .option('--ca-dir <dir>', 'the local CA folder (default $XDG_STATE_HOME/cacheward/ca; see cacheward ca)');
 }
 
 /** createProxy options, where to listen and whether to warm up first, as the CLI gathers them. */
@@ -125,6 +135,11 @@ export function proxyOptionsFrom(
     .split(',')
     .map((h) => h.trim())
     .filter(Boolean);
+  const openHosts = (opts.openHost ?? '')
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
+  if (openHosts.length && !opts.forward) throw new InputError('--open-host: only with --forward');
   return {
     port,
     host: opts.host,
@@ -147,6 +162,14 @@ export function proxyOptionsFrom(
     stateTimeoutMs,
     ...(otlp ? { otlp } : {}),
     warmUp: opts.warmUp !== false,
+    ...(opts.forward
+      ? {
+          forward: {
+            ...(openHosts.length ? { openHosts } : {}),
+            ...(opts.caDir ? { caDir: opts.caDir } : {}),
+          },
+        }
+      : {}),
   };
 }
 

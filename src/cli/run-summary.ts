@@ -15,6 +15,7 @@ export function runSummary(
   reportCommand: string[],
   s: TerminalStyles,
   topCauses = 3,
+  transport?: string,
 ): string[] {
   const t = a.totals;
   const out: string[] = [];
@@ -26,6 +27,7 @@ export function runSummary(
       `cacheward run: ${n.format(t.requests)} request${t.requests === 1 ? '' : 's'} in ${n.format(t.sessions)} session${t.sessions === 1 ? '' : 's'}`,
     ),
   );
+  if (transport) out.push(transport);
   out.push(
     `  hit rate ${hit} token-weighted   spend ${formatUsd(t.cost)}   waste ${s.yellow(formatUsd(t.waste))}${share}`,
   );

@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'CW_INPUT'
   | 'CW_JSON_DEPTH'
   | 'CW_JSON_SYNTAX'
+  | 'CW_LOCAL_CA'
   | 'CW_LOCK_UNSUPPORTED'
   | 'CW_NOT_LISTENING'
   | 'CW_OTLP_CONFIG'

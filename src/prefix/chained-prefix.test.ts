@@ -57,6 +57,20 @@ describe('chainPrefix', () => {
     expect(full.body.value().previous_response_id).toBeUndefined();
   });
 
+  it('is the resent prefix for a request without instructions too (tools, then messages: as Codex sends)', () => {
+    const bare = { model: 'gpt-5.6', tools, input: 'what is 2+2?' };
+    const chained = { model: 'gpt-5.6', tools, previous_response_id: 'resp_1', input: 'and 3+3?' };
+    const context = [...contextBlocks(parse(bare)), ...itemBlocks(b, [outputFragment(out1)])];
+    const full = chainBlocks(parse(chained), context).prefix;
+    const resent = parse({
+      model: 'gpt-5.6',
+      tools,
+      input: [{ role: 'user', content: 'what is 2+2?' }, ...out1, { role: 'user', content: 'and 3+3?' }],
+    });
+    expect(full.levels.messages.foldHash).toBe(resent.levels.messages.foldHash);
+    expect(full.blocks.map((x) => x.hash)).toEqual(resent.blocks.map((x) => x.hash));
+  });
+
   it('chains chains: the previous full prefix carries every earlier turn', () => {
     const second = {
       model: 'gpt-5.6',

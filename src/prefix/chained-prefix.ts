@@ -198,7 +198,11 @@ export function chainBlocks(chained: Prefix, context: readonly ContextBlock[]): 
   const info = chained.levels.messages;
   const { previous_response_id: _dropped, ...params } = info.params;
   const before = info.start > 0 ? (chained.blocks[info.start - 1] as PrefixBlock) : undefined;
-  const foldHash = foldLevel(before?.hash ?? chained.levels.system.foldHash, 'messages', params);
+  // The key the messages level folds onto: the last system block's, or with no system blocks (a request
+  // without instructions, as Codex sends) the system level's own fold, which already holds the tools.
+  const system = chained.levels.system;
+  const running = system.end > system.start ? (before as PrefixBlock).hash : system.foldHash;
+  const foldHash = foldLevel(running, 'messages', params);
   const blocks = chained.blocks.slice(0, info.start);
   const chain = new KeyChain();
   chain.reset(foldHash);

@@ -44,6 +44,8 @@ export interface ExchangeFacts {
   error?: string;
   /** Why the forwarded body could not be read, once {@link ExchangeRecorder.parse} tried. */
   parseError?: string;
+  /** Set for a `response.create` relayed over a WebSocket (websocket-relay.ts). */
+  transport?: 'websocket';
 }
 
 export interface ExchangeRecorderOptions {
@@ -119,6 +121,7 @@ export class ExchangeRecorder {
       fixes: f.fixes,
     };
     if (f.status !== undefined) record.status = f.status;
+    if (f.transport) record.transport = f.transport;
     if (f.error) record.error = f.error;
     if (f.response) record.responseBytes = f.response.bytes;
     yield* this.parseSteps(f);
@@ -172,7 +175,8 @@ export class ExchangeRecorder {
     }
     if (f.response?.error && !record.error) record.error = f.response.error;
     if (raw && summary?.id && record.status !== undefined && record.status < 400) {
-      this.chains.remember(raw, summary.id, outputItems(f, summary), summary.normalizedUsage?.output);
+      const local = f.transport === 'websocket';
+      this.chains.remember(raw, summary.id, outputItems(f, summary), summary.normalizedUsage?.output, local);
       if (tracked) this.o.conversations.answered(tracked, summary.id);
     }
     this.o.metrics.record(f.provider, record.model ?? 'unknown', f.status, summary?.normalizedUsage);

@@ -60,6 +60,8 @@ export {
   type ProxyHealth,
   type ProxyOptions,
 } from './create-proxy.js';
+export { type ForwardOptions, PROVIDER_HOSTS, type TunnelPolicy } from './forward-proxy.js';
 export { type LiveRequest, liveLogLine } from './live-analysis.js';
+export { defaultCaDir, LocalCa, LocalCaError, type LocalCaOptions } from './local-ca.js';
 export { PROXY_HEAP_FLAGS, tuneHeapForProxy } from './proxy-heap.js';
 export { type CapturingFetch, type WrapFetchOptions, wrapFetch } from './wrap-fetch.js';

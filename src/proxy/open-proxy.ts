@@ -18,6 +18,7 @@ import { Admission } from './admission.js';
 import { ExchangeRecorder } from './exchange-recorder.js';
 import { serveExpectContinue } from './expect-continue.js';
 import { FixRefusals } from './fix-refusals.js';
+import { ForwardProxy, forwardSettings } from './forward-proxy.js';
 import { HostCheck } from './host-check.js';
 import type { LiveAnalysis } from './live-analysis.js';
 import { MemoryRelease, processMemory } from './memory-release.js';
@@ -26,6 +27,7 @@ import type { ProxyMetrics } from './proxy-metrics.js';
 import { ProxyConfigError, type ProxyHealth, type ProxyOptions } from './proxy-options.js';
 import { createRequestHandler } from './request-handler.js';
 import { tolerantConnector } from './upstream-connector.js';
+import { WebSocketRelay } from './websocket-relay.js';
 import { processCpuMs, WorkSlices } from './work-slices.js';
 
 /** The proxy once it listens: what createProxy's handle delegates to. */
@@ -46,6 +48,8 @@ export async function openProxy(
 ): Promise<OpenProxy> {
   const { clock, log, logger, upstreams, fixes } = config;
   const host = listenHost(at, options);
+  // Forward mode's CA first (created on first use): a CA that cannot be used leaves nothing open.
+  const forwarding = options.forward ? forwardSettings(options.forward) : undefined;
   // Conversations and fix state: memory and a state file, or Redis for a fleet (state/).
   let state: Awaited<ReturnType<typeof createProxyState>>;
   try {
@@ -83,7 +87,7 @@ export async function openProxy(
   let open = 0;
   const memory = new MemoryRelease({
     settled: () => writer.flush(),
-    busy: () => open > 0 || slices.pending > 0,
+    busy: (): boolean => open > 0 || slices.pending > 0 || relay.busy,
   });
   const builder = new PrefixBuilder();
   const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations: state.local });
@@ -132,10 +136,20 @@ export async function openProxy(
       ...(st.fixState && fixes.length ? { fixState: st.fixState } : {}),
       ...(telemetry ? { otlp: telemetry.health() } : {}),
       memory: processMemory(state.local.store.sizes(), memory),
+      websockets: relay.counts(),
+      ...(forwarding
+        ? {
+            forward: {
+              ca: forwarding.ca.certPath,
+              openHosts: [...forwarding.openHosts],
+              tunnel: forwarding.tunnel,
+            },
+          }
+        : {}),
     };
   };
 
-  const handle = createRequestHandler({
+  const handlerDeps: Parameters<typeof createRequestHandler>[0] = {
     clock,
     log,
     upstreams,
@@ -158,20 +172,65 @@ export async function openProxy(
         refusals.metricsText(fixNames) +
         state.metricsText() +
         slices.metricsText() +
+        relay.metricsText() +
+        (forward?.metricsText() ?? '') +
         (telemetry?.metricsText() ?? ''),
       live,
     },
-  });
+  };
+  const handle = createRequestHandler(handlerDeps);
 
+  // Responses WebSockets: each `response.create` recorded through the same path as an HTTP exchange.
+  const relay: WebSocketRelay = new WebSocketRelay({
+    clock,
+    log,
+    metrics,
+    memory,
+    recorder,
+    state,
+    live,
+    slices,
+    recording,
+  });
+  const bases = { anthropic: new URL(upstreams.anthropic), openai: new URL(upstreams.openai) };
   const server: Server = createServer((req, res) => listener(req, res));
   serveExpectContinue(server, (req, res) => listener(req, res));
+  server.on('upgrade', (req, socket, head) => relay.upgrade(req, socket, head, bases, admission));
+  // Forward mode: CONNECT to a provider host is served by a handler whose upstream is that host (or the
+  // configured upstream), behind an admission that knows the host; every other CONNECT is a tunnel.
+  let forward: ForwardProxy | undefined;
+  if (forwarding) {
+    const inner = new Admission({ hosts: new HostCheck([...forwarding.openHosts]), metrics });
+    const explicit = (u: string | undefined) => u?.replace(/\/+$/, '');
+    const anthropic = explicit(options.anthropicUpstream ?? options.upstream);
+    const openai = explicit(options.openaiUpstream ?? options.upstream);
+    forward = new ForwardProxy({
+      ...forwarding,
+      token: options.token,
+      metrics,
+      warn: log,
+      serverFor: (origin) => {
+        const ups = { anthropic: anthropic ?? origin, openai: openai ?? origin };
+        const at = { anthropic: new URL(ups.anthropic), openai: new URL(ups.openai) };
+        const hostListener = listenerFor(
+          createRequestHandler({ ...handlerDeps, upstreams: ups, admission: inner }),
+        );
+        return {
+          request: hostListener,
+          upgrade: (req, socket, head) => relay.upgrade(req, socket, head, at, inner),
+        };
+      },
+    });
+    const f = forward;
+    server.on('connect', (req, socket, head) => f.connect(req, socket, head));
+  }
   // Every request's handling, until it has ended: close() waits for them, or an exchange still in flight
   // when the connections are cut would be recorded after close() resolved (into a file opened again).
   const handling = new Set<Promise<void>>();
-  const listener = (req: IncomingMessage, res: ServerResponse) => {
+  const listenerFor = (h: typeof handle) => (req: IncomingMessage, res: ServerResponse) => {
     open++;
     res.once('close', () => open--);
-    const done: Promise<void> = handle(req, res)
+    const done: Promise<void> = h(req, res)
       .catch((err) => {
         logger.error(`unexpected error (the client got a 500): ${String(err)}`, err);
         if (!res.headersSent) {
@@ -187,6 +246,7 @@ export async function openProxy(
       .finally(() => handling.delete(done));
     handling.add(done);
   };
+  const listener = listenerFor(handle);
   server.keepAliveTimeout = 65_000;
   server.requestTimeout = 0;
   try {
@@ -221,6 +281,8 @@ export async function openProxy(
     async close() {
       unsubscribe();
       memory.stop();
+      await relay.close();
+      forward?.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.all([...handling]);

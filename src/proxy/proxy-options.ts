@@ -12,6 +12,7 @@ import type { Fix, FixRegistry } from '../fixes/fix.js';
 import type { FixStateHealth } from '../state/fix-state-open.js';
 import type { StateHealth } from '../state/proxy-state.js';
 import type { OtlpOptions } from '../telemetry/start-telemetry.js';
+import type { ForwardOptions, TunnelPolicy } from './forward-proxy.js';
 import type { LiveAnalysis, LiveRequest } from './live-analysis.js';
 import type { ProcessMemory } from './memory-release.js';
 
@@ -61,6 +62,12 @@ export interface ProxyOptions {
   logger?: Logger<LiveRequest>;
   /** Prices for the live page, log and metrics (default the built-in dated table). */
   prices?: PriceTable;
+  /**
+   * Also an HTTPS forward proxy (`HTTPS_PROXY` at the proxy): CONNECT to the provider API hosts (and
+   * `openHosts`) is opened with a certificate from the local CA and served like base-URL traffic; any other
+   * CONNECT is tunneled unread. `true` for the defaults.
+   */
+  forward?: boolean | ForwardOptions;
 }
 
 /** A proxy: `await proxy.listen()`, send traffic to `proxy.url`, `await proxy.close()`. */
@@ -99,6 +106,10 @@ export interface ProxyHealth {
   otlp?: { endpoint: string; exported: number; dropped: number };
   /** The process's memory (bytes) and how many conversations the state holds (bounded). */
   memory: ProcessMemory;
+  /** Responses WebSockets relayed (in all, open now) and the `response.create`s they carried. */
+  websockets: { sockets: number; open: number; responses: number };
+  /** Forward mode, when on: the CA certificate to trust, the hosts opened, which tunnels are made. */
+  forward?: { ca: string; openHosts: string[]; tunnel: TunnelPolicy };
 }
 
 /** A configuration that cannot be served (for example a public address without a token). */

@@ -98,15 +98,18 @@ export class ResponseChains {
   /**
    * Remembers response `responseId` of a Responses request (its whole prefix from {@link whole}): its
    * output items when the response carried them, else an opaque block sized by `outputTokens`. A request
-   * sent with `store: false` cannot be chained on and is not kept.
+   * sent with `store: false` cannot be chained on and is not kept, unless it came over a WebSocket
+   * (`connectionLocal`), whose latest response is chainable on that socket whatever `store` says.
    */
   remember(
     request: Prefix,
     responseId: string,
     output: readonly unknown[] | undefined,
     outputTokens: number | undefined,
+    connectionLocal = false,
   ): void {
-    if (request.format !== 'openai-responses' || request.body.fields.store === false) return;
+    if (request.format !== 'openai-responses') return;
+    if (request.body.fields.store === false && !connectionLocal) return;
     const whole = this.whole(request);
     const before = whole.context ?? contextBlocks(whole.prefix);
     const tail = output

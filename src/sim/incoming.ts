@@ -3,6 +3,7 @@
 
 import { errorResponse, overloadedStatus, type Provider } from '../wire/provider-errors.js';
 import { chooseFaults, type Fault, FaultSpecError } from './faults.js';
+import type { ResponseStore } from './response-store.js';
 import type { SimContext } from './sim-context.js';
 import type { AbortState, HeaderReader, SimRequest } from './sim-request.js';
 import type { StreamContext } from './sse-body.js';
@@ -18,6 +19,8 @@ export interface Incoming {
   headers: HeaderReader;
   faults: Fault[];
   signal: AbortState;
+  /** A WebSocket's connection-local cache (sim-request.ts). */
+  local?: ResponseStore;
 }
 
 function apiKeyOf(provider: Provider, headers: HeaderReader): string | undefined {
@@ -93,6 +96,7 @@ export async function readIncoming(
     headers: request.headers,
     faults,
     signal: request.signal,
+    ...(request.local ? { local: request.local } : {}),
   };
 }
 

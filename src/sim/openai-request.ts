@@ -91,8 +91,14 @@ export async function prepare(
   const retention = resolveOpenAIRetention(body.model, body.prompt_cache_retention, { zdr: ctx.options.zdr });
   if ('error' in retention) return fail(400, retention.error, 'prompt_cache_retention');
   const turnIndex = kind === 'chat' ? chatTurns(body) : responsesTurns(ctx, body);
-  const turn = pickTurn(ctx.options.script, () => conversationText(body, kind), turnIndex);
-  if (turn.error) return fail(turn.error.status, turn.error.message ?? 'Scripted error');
+  // A chained request is matched on its whole conversation (the context it continues, then its input):
+  // Codex over WebSocket sends only the new items after its first request.
+  const matched =
+    kind === 'responses' && body.previous_response_id !== undefined ? prefix.body.value() : body;
+  const turn = pickTurn(ctx.options.script, () => conversationText(matched, kind), turnIndex);
+  // `generate: false` (a Responses warm-up) prepares the context and produces nothing: no turn plays.
+  if (turn.error && body.generate !== false)
+    return fail(turn.error.status, turn.error.message ?? 'Scripted error');
   const unplayable = kind === 'chat' ? unplayableOn('Chat Completions', turn) : undefined;
   if (unplayable) return fail(500, unplayable);
   const options = isObj(body.prompt_cache_options) ? body.prompt_cache_options : {};

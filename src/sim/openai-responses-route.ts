@@ -14,20 +14,27 @@ import type { SimReply } from './sim-reply.js';
 import type { SimRequest } from './sim-request.js';
 import { streamedResponse } from './sse-body.js';
 
-export async function responsesRoute(ctx: SimContext, request: SimRequest): Promise<SimReply> {
+/** Over a WebSocket (`transport` 'websocket') the response is always streamed: `stream` is implicit there. */
+export async function responsesRoute(
+  ctx: SimContext,
+  request: SimRequest,
+  transport: 'http' | 'websocket' = 'http',
+): Promise<SimReply> {
   const p = await prepare(ctx, request, 'responses');
   if (p instanceof Response) return p;
   const { incoming, body, turn, result, prefix } = p;
   const id = ctx.id('resp_');
   const output: Json[] = [];
-  if (turn.thinking !== undefined) {
+  // A warm-up (`generate: false`): the input is cached and the response has no output.
+  const generate = body.generate !== false;
+  if (generate && turn.thinking !== undefined) {
     output.push({
       type: 'reasoning',
       id: ctx.id('rs_'),
       summary: [{ type: 'summary_text', text: turn.thinking }],
     });
   }
-  if (turn.text !== undefined || !turn.tool_calls?.length) {
+  if (generate && (turn.text !== undefined || !turn.tool_calls?.length)) {
     output.push({
       type: 'message',
       id: ctx.id('msg_'),
@@ -36,14 +43,14 @@ export async function responsesRoute(ctx: SimContext, request: SimRequest): Prom
       content: [{ type: 'output_text', text: turn.text ?? '', annotations: [], logprobs: [] }],
     });
   }
-  for (const c of turn.tool_calls ?? []) output.push(toolCallItem(ctx, c));
-  const out = outputTokens(turn);
+  if (generate) for (const c of turn.tool_calls ?? []) output.push(toolCallItem(ctx, c));
+  const out = generate ? outputTokens(turn) : 0;
   // ResponseUsage: `cache_write_tokens: number` is always there on Responses (0 before GPT-5.6).
   const details: Json = {
     cached_tokens: result.cachedTokens,
     cache_write_tokens: result.cacheWriteTokens ?? 0,
   };
-  const reasoning = addEncryptedReasoning(output, body.include, turn.thinking, id);
+  const reasoning = generate ? addEncryptedReasoning(output, body.include, turn.thinking, id) : 0;
   const usage = {
     input_tokens: result.totalTokens,
     input_tokens_details: details,
@@ -91,8 +98,8 @@ export async function responsesRoute(ctx: SimContext, request: SimRequest): Prom
   }
   ctx.openaiDiagnostics.remember(id, prefix, serviceTier, incoming.start);
   storeResponse(ctx, id, prefix, body, output, incoming);
-  ctx.responseTurns.set(id, responsesTurns(ctx, body) + 1);
+  ctx.responseTurns.set(id, responsesTurns(ctx, body) + (generate ? 1 : 0));
   if (!(await begin(ctx, p))) return new Response(null, { status: 499 });
-  if (body.stream !== true) return json(response, incoming.requestId);
+  if (body.stream !== true && transport === 'http') return json(response, incoming.requestId);
   return streamedResponse(streamContext(ctx, incoming), ...responseEvents(ctx, response, output), 2);
 }

@@ -18,7 +18,7 @@ export interface ChainError {
  * The prefix the cache sees for a Responses request: as sent, or for a request with `previous_response_id`
  * the whole conversation (the stored response's input and output items, then the new input), which caches
  * like a resent conversation. An id unknown to this API key, expired, or stored with `store: false` is
- * the documented `previous_response_not_found`.
+ * the documented `previous_response_not_found`, unless it is the latest response of the same WebSocket.
  */
 export function resolveChain(
   ctx: SimContext,
@@ -28,7 +28,9 @@ export function resolveChain(
 ): Prefix | ChainError {
   const id = body.previous_response_id;
   if (typeof id !== 'string') return prefix;
-  const context = ctx.responses.context(id, incoming.scope, incoming.start);
+  const context =
+    incoming.local?.context(id, incoming.scope, incoming.start) ??
+    ctx.responses.context(id, incoming.scope, incoming.start);
   if (!context) {
     return {
       message: `Previous response with id '${id}' not found.`,
@@ -39,7 +41,10 @@ export function resolveChain(
   return ctx.builder.parse(chainedBody(prefix.body, [context]), { format: 'openai-responses' });
 }
 
-/** Keeps a response for later chains, unless the request said `store: false`. `prefix` is the whole one. */
+/**
+ * Keeps a response for later chains, unless the request said `store: false`; over a WebSocket it is also
+ * the connection's latest, whatever `store` says. `prefix` is the whole one.
+ */
 export function storeResponse(
   ctx: SimContext,
   id: string,
@@ -48,6 +53,7 @@ export function storeResponse(
   output: readonly unknown[],
   incoming: Incoming,
 ): void {
+  incoming.local?.put(id, incoming.scope, prefix.body, output, incoming.start);
   if (body.store === false) return;
   ctx.responses.put(id, incoming.scope, prefix.body, output, incoming.start);
 }

@@ -1,6 +1,8 @@
 // What a simulator route reads of a request, whether it came over node:http or as a Web Request through
 // `sim.fetch`: method, path, headers, the body read whole, whether the client left. Never alters a body.
 
+import type { ResponseStore } from './response-store.js';
+
 /** Header lookup by lower-case name; repeated headers read as one value joined by ", " (as Web Headers). */
 export interface HeaderReader {
   get(name: string): string | null;
@@ -24,6 +26,8 @@ export interface SimRequest {
   /** Drops a body that will not be read (a 413 answered from Content-Length). */
   discard(): Promise<void>;
   readonly signal: AbortState;
+  /** A WebSocket's connection-local cache: its latest response, chainable even with `store: false`. */
+  readonly local?: ResponseStore;
 }
 
 /** The path routes compare against: the pathname without trailing slashes. */

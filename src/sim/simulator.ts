@@ -21,6 +21,7 @@ import { SimContext } from './sim-context.js';
 import { jsonReply, type SimReply, toWebResponse } from './sim-reply.js';
 import { fromWebRequest, type SimRequest } from './sim-request.js';
 import { serve } from './web-node-bridge.js';
+import { SimWebSocket } from './websocket-route.js';
 
 /** Options for {@link createSimulator}. Every one is optional. */
 export interface SimulatorOptions {
@@ -51,6 +52,8 @@ export interface SimulatorOptions {
   zdr?: boolean;
   /** Where unexpected errors (bugs, answered with a 500) are reported: `logger.error`. Default stderr. */
   logger?: Logger;
+  /** How long a Responses WebSocket may stay open, in ms (default 60 minutes, as OpenAI). */
+  websocketMaxMs?: number;
 }
 
 /** A simulator: in-process through `fetch` at once; over HTTP after `await sim.listen()`. */
@@ -95,6 +98,12 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
   const onError = (err: unknown) => logger.error(String(err), err);
   let server: Server | undefined;
   let url: string | undefined;
+  // Responses over WebSocket (`wss://…/v1/responses`) once listening: the same route per `response.create`.
+  const sockets = new SimWebSocket(ctx, {
+    maxPayload: ctx.options.maxBodyBytes,
+    onError,
+    ...(options.websocketMaxMs !== undefined ? { maxMs: options.websocketMaxMs } : {}),
+  });
 
   // Over HTTP the bridge hands node's request straight to `route`; `fetch` and `handle` wrap a Web Request.
   const route = async (request: SimRequest): Promise<SimReply> => {
@@ -138,6 +147,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       const started = await serve(route, at.port ?? 0, at.host ?? '127.0.0.1', onError);
       server = started.server;
       url = started.url;
+      server.on('upgrade', (req, socket, head) => sockets.upgrade(req, socket, head));
       return url;
     },
     get url() {
@@ -151,6 +161,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       server = undefined;
       url = undefined;
       if (!s) return;
+      sockets.close();
       s.closeAllConnections();
       await new Promise<void>((resolve) => s.close(() => resolve()));
     },

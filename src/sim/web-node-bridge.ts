@@ -10,7 +10,7 @@ import { type AbortState, type HeaderReader, routePath, type SimRequest } from '
 export type SimHandler = (request: SimRequest) => Promise<SimReply>;
 
 /** node's lower-cased headers, every repeat kept (`headersDistinct`), read as Web Headers would join them. */
-class NodeHeaders implements HeaderReader {
+export class NodeHeaders implements HeaderReader {
   constructor(private readonly req: IncomingMessage) {}
   get(name: string): string | null {
     const key = name.toLowerCase();

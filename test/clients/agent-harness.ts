@@ -70,6 +70,8 @@ export interface RunOptions {
   model?: string;
   /** Which Claude Code to run (default the newest). */
   claude?: ClaudeVersion;
+  /** Codex: `supports_websockets = true` on its provider, so it uses the Responses WebSocket first. */
+  websocket?: boolean;
 }
 
 /** One provider's counters as `GET /_sim/stats` reports them. */
@@ -212,6 +214,7 @@ function codexConfig(proxyUrl: string, options: RunOptions): string {
     `base_url = ${toml(`${proxyUrl}/v1`)}`,
     `env_key = ${toml(CODEX_KEY_ENV)}`,
     'wire_api = "responses"',
+    ...(options.websocket ? ['supports_websockets = true'] : []),
   ];
   for (const [name, spec] of Object.entries(options.mcpServers ?? {})) {
     lines.push('', `[mcp_servers.${name}]`, `command = ${toml(spec.command)}`);

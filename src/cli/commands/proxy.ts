@@ -48,17 +48,24 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
         },
       });
       const h = proxy.health();
+      // Listening for SIGTERM before the URL is out: a caller that stops the proxy as soon as it read the
+      // URL must still get the stop line (else the default action ends the process on a loaded machine).
+      const stopping = waitForStop();
       io.out(`cacheward proxy listening on ${proxy.url}`);
       io.out(
         `  capture: ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}; upstreams: ${h.upstreams.anthropic} (Anthropic), ${h.upstreams.openai} (OpenAI)`,
       );
       io.out(`  ANTHROPIC_BASE_URL=${proxy.url}  OPENAI_BASE_URL=${proxy.url}/v1`);
+      if (h.forward)
+        io.out(
+          `  forward: HTTPS_PROXY=${proxy.url}  NODE_EXTRA_CA_CERTS=${h.forward.ca}  (opens ${h.forward.openHosts.join(', ')}; tunnels the rest)`,
+        );
       io.out(`  live page: ${proxy.url}/_cacheward/`);
       if (h.state.kind === 'redis')
         io.out(
           `  state: ${h.state.url} (prefix ${h.state.prefix}, ${h.state.status}); instance ${h.state.instance}`,
         );
-      const reason = await waitForStop();
+      const reason = await stopping;
       await proxy.close();
       const after = proxy.health().capture;
       if (reason !== 'EPIPE' && after.mode !== 'off') {

@@ -14,11 +14,13 @@ import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } f
 import { InputError } from '../read-request-file.js';
 import { runCaptureFiles } from '../run-captures.js';
 import { runChild } from '../run-child.js';
+import { agentKind, forwardEnv, modePhrase, runMode, transportLine } from '../run-mode.js';
 import { runSummary } from '../run-summary.js';
 import { loadReplyScript } from '../sim-options.js';
 
 interface RunOptions extends ProxyCliOptions {
   sim?: boolean;
+  baseUrl?: boolean;
   script?: string;
   prices?: string;
   summary: boolean;
@@ -74,15 +76,18 @@ export function registerRun(program: Command, io: CliIO, setExit: (code: number)
     '0',
   )
     .option('--sim', 'answer from the built-in simulator, in-process: no key, no network')
+    .option('--base-url', 'reach Claude Code through its base URL, not the forward proxy (the old way)')
     .option('--script <file>', 'with --sim: scripted replies per conversation (see cacheward sim --help)')
     .option('--prices <file>', 'dated price rows for the summary (format: cacheward prices --help)')
     .option('--no-summary', 'print no summary at the end')
     .addHelpText(
       'after',
       `
-The agent runs with ANTHROPIC_BASE_URL=<proxy> and OPENAI_BASE_URL=<proxy>/v1 (Claude Code, Codex, the
-official SDKs) and CACHEWARD_PROXY_URL=<proxy>; codex, which ignores OPENAI_BASE_URL, also gets
--c openai_base_url=<proxy>/v1. With --sim, an agent without keys gets placeholder ANTHROPIC_API_KEY,
+Claude Code runs through the forward proxy: HTTPS_PROXY=<proxy> and NODE_EXTRA_CA_CERTS=<the local CA>
+(cacheward ca), its base URL untouched (--base-url for the old way). Any other agent runs with
+ANTHROPIC_BASE_URL=<proxy> and OPENAI_BASE_URL=<proxy>/v1 (--forward for the forward proxy) and
+CACHEWARD_PROXY_URL=<proxy>; codex, which ignores OPENAI_BASE_URL, also gets -c openai_base_url=<proxy>/v1
+and uses its Responses WebSocket through it. With --sim, an agent without keys gets placeholder ANTHROPIC_API_KEY,
 OPENAI_API_KEY and CODEX_API_KEY, and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1. stdio is the agent's;
 cacheward writes only to stderr. SIGTERM, SIGHUP and SIGUSR2 are passed on; SIGINT and SIGQUIT too
 unless stdin is a terminal (Ctrl-C reaches the agent directly). The exit code is the agent's (128 + N
@@ -99,13 +104,23 @@ when signal N ended it).
       if (opts.sim && (opts.upstream || opts.anthropicUpstream || opts.openaiUpstream))
         throw new InputError('--sim answers every route itself: drop --upstream, or drop --sim');
       const proxyOptions = proxyOptionsFrom(opts, (line) => io.err(`cacheward run: ${line}`));
+      // Per agent: Claude Code through the forward proxy, the rest through the base URL (run-mode.ts).
+      const agent = agentKind(cmd, args);
+      const mode = runMode(agent, { forward: opts.forward === true, baseUrl: opts.baseUrl === true });
+      if (mode === 'forward')
+        proxyOptions.forward = {
+          ...(typeof proxyOptions.forward === 'object' ? proxyOptions.forward : {}),
+          ...(opts.sim ? { tunnel: 'loopback' as const } : {}),
+        };
       const table = new PriceTable(opts.prices ? await loadPrices(opts.prices) : []);
       const script = opts.script ? await loadReplyScript(opts.script) : undefined;
       const s = styles(io.color);
 
       let sim: Simulator | undefined;
       let proxy: CachewardProxy | undefined;
+      let cleanup = () => {};
       const stop = async () => {
+        cleanup();
         await proxy?.close();
         await sim?.close();
       };
@@ -127,10 +142,17 @@ when signal N ended it).
         });
         const h = proxy.health();
         const url = proxy.url;
-        const exit = await runChild(cmd, agentArgs(cmd, args, url), agentEnv(process.env, url, !!sim), () =>
+        let env = agentEnv(process.env, url, !!sim);
+        if (mode === 'forward' && h.forward) {
+          const f = forwardEnv(env, process.env, url, h.forward.ca, h.forward.openHosts);
+          ({ env, cleanup } = f);
+          for (const note of f.notes) io.err(s.yellow(`cacheward run: ${note}`));
+        }
+        const childArgs = mode === 'forward' ? [...args] : agentArgs(cmd, args, url);
+        const exit = await runChild(cmd, childArgs, env, () =>
           io.err(
             s.dim(
-              `cacheward run: ${basename(cmd)} through ${url} → ${sim ? 'the simulator (offline)' : `${h.upstreams.anthropic}, ${h.upstreams.openai}`}; capture ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}${h.fixes.length ? `; fixes ${h.fixes.join(', ')}` : ''}`,
+              `cacheward run: ${basename(cmd)} through ${url}, ${modePhrase(agent, mode)} → ${sim ? 'the simulator (offline)' : `${h.upstreams.anthropic}, ${h.upstreams.openai}`}; capture ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}${h.fixes.length ? `; fixes ${h.fixes.join(', ')}` : ''}`,
             ),
           ),
         );
@@ -145,6 +167,7 @@ when signal N ended it).
             table,
             opts,
             io,
+            transportLine(mode, proxy.health().websockets),
           ))
             io.err(line);
         }
@@ -173,6 +196,7 @@ async function summarize(
   table: PriceTable,
   opts: RunOptions,
   io: CliIO,
+  transport: string,
 ): Promise<string[]> {
   const s = styles(io.color);
   const ended = s.dim(`${cmd} exited with ${code}.`);
@@ -182,7 +206,9 @@ async function summarize(
     return [
       ended,
       s.yellow(
-        `cacheward run: no request went through the proxy: ${cmd} did not use ANTHROPIC_BASE_URL or OPENAI_BASE_URL`,
+        transport.includes('forward proxy')
+          ? `cacheward run: no request went through the proxy: ${cmd} did not use HTTPS_PROXY, or did not trust the local CA (cacheward ca)`
+          : `cacheward run: no request went through the proxy: ${cmd} did not use ANTHROPIC_BASE_URL or OPENAI_BASE_URL`,
       ),
     ];
   const result = await analyzePaths(files, {
@@ -191,5 +217,5 @@ async function summarize(
     onWarning: (w) => io.err(`cacheward: warning: ${w}`),
   });
   const command = ['cacheward', 'report', ...files, ...(opts.prices ? ['--prices', opts.prices] : [])];
-  return [ended, ...runSummary(result, command, s)];
+  return [ended, ...runSummary(result, command, s, 3, transport)];
 }
