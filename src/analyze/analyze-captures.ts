@@ -107,6 +107,8 @@ export interface AnalyzedRequest {
   cachedAfter?: number;
   miss?: Miss;
   fork?: { parent: string };
+  /** Its model has no price row of its own: the row it was priced from (its family's nearest). */
+  pricedAs?: string;
   concurrent: boolean;
 }
 
@@ -151,7 +153,19 @@ export interface AnalysisResult {
   misses: Miss[];
   /** Per request, for charts (id, time, tokens, cause). Always present; the HTML draws from it. */
   requests: AnalyzedRequest[];
-  prices: Array<{ model: string; label: string; date: string; source: string }>;
+  prices: PriceUsed[];
+}
+
+/**
+ * A price the report used: the row's model, label, date and source; `pricedAs` when the model has no row
+ * of its own and was priced from its family's nearest row (that row's model).
+ */
+export interface PriceUsed {
+  model: string;
+  label: string;
+  date: string;
+  source: string;
+  pricedAs?: string;
 }
 
 export interface AnalyzeOptions {
@@ -325,10 +339,7 @@ export class Analyzer {
   private readonly requests: AnalyzedRequest[] = [];
   private readonly misses: Miss[] = [];
   private readonly unpricedModels = new Set<string>();
-  private readonly pricesUsed = new Map<
-    string,
-    { model: string; label: string; date: string; source: string }
-  >();
+  private readonly pricesUsed = new Map<string, PriceUsed>();
   private outputTokens = 0;
 
   constructor(private readonly options: AnalyzeOptions) {
@@ -451,14 +462,17 @@ export class Analyzer {
     const price = this.options.prices.lookup(model);
     if (usage) {
       row.cost = price ? costOf(usage, price) : null;
-      if (price)
-        this.pricesUsed.set(price.model, {
-          model: price.model,
+      if (price) {
+        const own = price.nearestFor === undefined;
+        this.pricesUsed.set(own ? price.model : (price.nearestFor as string), {
+          model: own ? price.model : (price.nearestFor as string),
           label: price.label,
           date: price.date,
           source: price.source,
+          ...(own ? {} : { pricedAs: price.model }),
         });
-      else if (model) this.unpricedModels.add(model);
+        if (!own) row.pricedAs = price.model;
+      } else if (model) this.unpricedModels.add(model);
       this.outputTokens += usage.output;
     }
     if (res?.relation === 'fork' && res.parent) row.fork = { parent: res.parent };
