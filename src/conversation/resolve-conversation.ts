@@ -120,7 +120,8 @@ function* findParentSteps(store: ConversationStore, req: ConversationRequest): G
       if (!node?.final) continue;
       const agreed = end.cacheKey === node.final.cacheKey;
       if (otherLabel(node, req)) {
-        if (agreed && (!other || node.time >= other.time)) other = node;
+        // The earliest: the one whose request wrote what the others (and this one) read.
+        if (agreed && (!other || node.time < other.time)) other = node;
         continue;
       }
       const sameLabel = node.label === req.label;
@@ -362,15 +363,19 @@ function alone(store: ConversationStore, req: ConversationRequest, warm: WarmSou
 
 /**
  * A request that continues a fork F whose sibling M (the provisional main line) went nowhere: the line
- * that goes on is the main one, so F becomes the main line and M the fork. Only under one label.
+ * that goes on is the main one (forks are what the main line never carries on), so F becomes the main
+ * line and M the fork. Only under one label, and not where M kept the parent's cached prefix and F did
+ * not: a background agent that branched with wider tools runs its own turns while the main line waits,
+ * and stays the fork.
  */
 function swapIfMainReturns(store: ConversationStore, f: RequestNode, out: Resolution): void {
-  if (f.relation !== 'fork' || f.children > 0 || !f.parent || !f.agreed) return;
+  if (f.relation !== 'fork' || f.children > 0 || !f.parent) return;
   const pp = store.request(f.parent);
   if (!pp?.next || pp.next === f.id) return;
   const m = store.request(pp.next);
   const main = store.conversation(pp.conversation);
   if (!m || m.children > 0 || m.label !== f.label || main?.tip !== m.id) return;
+  if (m.agreed && !f.agreed) return;
   out.conversation = pp.conversation;
   out.turn = (main?.requests ?? pp.turn) + 1;
   out.reclassified.push(
