@@ -11,7 +11,12 @@ import { OpenAICache } from '../cache/openai-cache.js';
 import { openaiDefaultRetention } from '../cache/openai-rules.js';
 import type { CapturedPrefix, CaptureRecord } from '../capture/capture-record.js';
 import { MemoryConversationStore, type Relation } from '../conversation/conversation-store.js';
-import { commitConversationSteps, resolveConversationSteps } from '../conversation/resolve-conversation.js';
+import { lastMessageKey, lazyAnchors } from '../conversation/reply-keys.js';
+import {
+  commitConversationSteps,
+  type Reclassified,
+  resolveConversationSteps,
+} from '../conversation/resolve-conversation.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
 import { drainSteps } from '../wire/json-scan.js';
@@ -80,6 +85,14 @@ export interface MissDetail {
   actualReadTokens?: number;
   /** The cache model's evidence for the cause, as it gave it. */
   evidence?: Unreadable;
+  /** A conversation's first request that read another session's cache: which session and request. */
+  warmFrom?: WarmFrom;
+}
+
+/** Another session (label) whose cached prefix a conversation's first request read. */
+export interface WarmFrom {
+  session: string;
+  request: string;
 }
 
 /** One analyzed request. */
@@ -107,6 +120,10 @@ export interface AnalyzedRequest {
   cachedAfter?: number;
   miss?: Miss;
   fork?: { parent: string };
+  /** Its model has no price row of its own: the row it was priced from (its family's nearest). */
+  pricedAs?: string;
+  /** It started a conversation by reading another session's cache (never a fork of it: labels differ). */
+  warmFrom?: WarmFrom;
   concurrent: boolean;
   /** It went out as the client sent it, unfixed, because the proxy's shared state could not be had (Redis). */
   unfixed?: true;
@@ -170,12 +187,24 @@ export interface AnalysisResult {
   misses: Miss[];
   /** Per request, for charts (id, time, tokens, cause). Always present; the HTML draws from it. */
   requests: AnalyzedRequest[];
-  prices: Array<{ model: string; label: string; date: string; source: string }>;
+  prices: PriceUsed[];
   /**
    * Fixed requests the provider refused, by fix, when there were any: each went out as the client sent it
    * instead, and the fix was withdrawn for that conversation on that model.
    */
   fixRefusals?: Record<string, number>;
+}
+
+/**
+ * A price the report used: the row's model, label, date and source; `pricedAs` when the model has no row
+ * of its own and was priced from its family's nearest row (that row's model).
+ */
+export interface PriceUsed {
+  model: string;
+  label: string;
+  date: string;
+  source: string;
+  pricedAs?: string;
 }
 
 export interface AnalyzeOptions {
@@ -349,10 +378,7 @@ export class Analyzer {
   private readonly requests: AnalyzedRequest[] = [];
   private readonly misses: Miss[] = [];
   private readonly unpricedModels = new Set<string>();
-  private readonly pricesUsed = new Map<
-    string,
-    { model: string; label: string; date: string; source: string }
-  >();
+  private readonly pricesUsed = new Map<string, PriceUsed>();
   private outputTokens = 0;
   /** Requests whose fixed form the provider refused, by fix (their notes say so). */
   private readonly fixRefusals = new Map<string, number>();
@@ -415,11 +441,14 @@ export class Analyzer {
     const chained = r.chain?.previous ?? r.prefix.params.messages?.previous_response_id;
     const previous = typeof chained === 'string' ? chained : undefined;
     const ends = yield* this.reuse.messageEndsSteps(captured.blocks, prefix);
+    const last = lastMessageKey(prefix, ends);
     const req = {
       id: r.id,
       time: start,
       ends,
       head: prefix.levels.messages.foldHash,
+      anchors: lazyAnchors(prefix, ends),
+      ...(last !== undefined ? { last } : {}),
       ...(label !== undefined ? { label } : {}),
       ...(model !== undefined ? { model } : {}),
       ...(previous !== undefined ? { previous } : {}),
@@ -480,17 +509,23 @@ export class Analyzer {
     const price = this.options.prices.lookup(model);
     if (usage) {
       row.cost = price ? costOf(usage, price) : null;
-      if (price)
-        this.pricesUsed.set(price.model, {
-          model: price.model,
+      if (price) {
+        const own = price.nearestFor === undefined;
+        this.pricesUsed.set(own ? price.model : (price.nearestFor as string), {
+          model: own ? price.model : (price.nearestFor as string),
           label: price.label,
           date: price.date,
           source: price.source,
+          ...(own ? {} : { pricedAs: price.model }),
         });
-      else if (model) this.unpricedModels.add(model);
+        if (!own) row.pricedAs = price.model;
+      } else if (model) this.unpricedModels.add(model);
       this.outputTokens += usage.output;
     }
     if (res?.relation === 'fork' && res.parent) row.fork = { parent: res.parent };
+    // Another label's history shared, and the provider read from its cache: it started warm from it.
+    if (res?.warm && usage && usage.cacheRead > 0)
+      row.warmFrom = { session: res.warm.label, request: res.warm.request };
     // A step of its own: it compares every shared block of a long history.
     if (parent) yield;
     const divergence = parent ? firstDivergence(prefixOf(parent), prefix) : null;
@@ -522,7 +557,7 @@ export class Analyzer {
       this.unfixed.rewrittenTokens += row.miss?.rewrittenTokens ?? 0;
       this.unfixed.waste += row.miss?.waste ?? 0;
     }
-    for (const c of res?.reclassified ?? []) this.reclassify(c.request, c.relation);
+    for (const c of res?.reclassified ?? []) this.reclassify(c);
     this.tally(row, usage);
     if (this.options.keepRequests !== false) this.requests.push(row);
 
@@ -602,20 +637,32 @@ export class Analyzer {
     if (--line.members === 0) this.recentBlocks -= line.blocks.length;
   }
 
-  /** A later request showed that an earlier one was a fork (or the main line after all): re-name it. */
-  private reclassify(id: string, relation: Relation): void {
-    const seen = this.recent.get(id);
+  /**
+   * A later request showed that an earlier one was a fork (or the main line after all): re-name it, and
+   * place it in its conversation (a fork is the first turn of its own; the main line's turn follows its
+   * parent's).
+   */
+  private reclassify(c: Reclassified): void {
+    const seen = this.recent.get(c.request);
     if (!seen) return;
+    const { relation } = c;
     const row = seen.row;
     const summary = this.sessions.get(row.session);
     const wasFork = !!row.fork;
     row.relation = relation;
-    const parentId = row.miss?.parentId ?? this.conversations.request(id)?.parent;
+    const parentId = row.miss?.parentId ?? this.conversations.request(c.request)?.parent;
     if (relation === 'fork' && parentId) row.fork = { parent: parentId };
     else delete row.fork;
     if (summary && wasFork !== !!row.fork) summary.forks += row.fork ? 1 : -1;
+    const parentRow = parentId ? this.recent.get(parentId)?.row : undefined;
+    row.conversation = c.conversation;
+    seen.conversation = c.conversation;
+    if (relation === 'fork') row.turn = 1;
+    else if (parentRow) row.turn = parentRow.turn + 1;
     const miss = row.miss;
     if (!miss) return;
+    miss.turn = row.turn;
+    miss.conversation = row.conversation;
     if (relation === 'fork' && isStructural(miss.cause)) {
       miss.cause = 'fork_diverged';
       if (parentId) miss.detail.forkOf = parentId;
@@ -652,6 +699,7 @@ export class Analyzer {
       detail.idleSeconds = d.cause === 'concurrent' ? Math.round(idle * 10) / 10 : Math.round(idle);
     }
     if (d.cause === 'fork_diverged' && parent) detail.forkOf = parent.id;
+    if (row.warmFrom) detail.warmFrom = row.warmFrom;
     if (d.evidence?.reason === 'expired') detail.ttlSeconds = d.evidence.ttlMs / 1000;
     if (d.evidence?.reason === 'beyond_lookback' && d.evidence.distance)
       detail.lookbackDistance = d.evidence.distance;

@@ -87,8 +87,11 @@ export function decideCause(x: CauseInput): CauseDecision | undefined {
   const below = ev?.unreadable.find((u) => u.reason === 'below_minimum');
   if (!x.hasParent) {
     if (below && x.written === 0) return { cause: 'below_minimum', rewritten: 0, evidence: below };
-    const wrote =
-      x.written > 0 || (ev !== undefined && !ev.writesReported && ev.cachedAfterTokens > ev.readTokens);
+    // Where writes are not reported, what the model says it left cached beyond what it found (the part
+    // of the hit that automatic caching's rounding withheld from the read was found, not written).
+    const rounded = ev?.unreadable.find((u) => u.reason === 'rounded');
+    const found = (ev?.readTokens ?? 0) + (rounded?.reason === 'rounded' ? rounded.tokens : 0);
+    const wrote = x.written > 0 || (ev !== undefined && !ev.writesReported && ev.cachedAfterTokens > found);
     return wrote ? { cause: 'cold_start', rewritten: 0 } : undefined;
   }
   if (x.parentCached <= 0) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clockTime, n } from './describe-miss.js';
+import { clockTime, describeMiss, n } from './describe-miss.js';
 
 const intl = new Intl.NumberFormat('en-US');
 
@@ -20,5 +20,24 @@ describe('describe-miss number and time formatting', () => {
     times.push(253_402_300_800_000, -1, -86_400_001, 8.64e15, -8.64e15, 1_733_000_000_000.5);
     for (let i = 0; i < 2000; i++) times.push(Math.floor(Math.random() * 4e12));
     for (const t of times) expect(clockTime(t), String(t)).toBe(new Date(t).toISOString().slice(11, 19));
+  });
+});
+
+describe('describeMiss', () => {
+  it('says a conversation that started warm from another session’s cache', () => {
+    const sentence = describeMiss({
+      requestId: 'b1',
+      turn: 1,
+      session: 'run-2',
+      conversation: 'c-b1',
+      time: 0,
+      model: 'claude-opus-5',
+      cause: 'cold_start',
+      detail: { warmFrom: { session: 'run-1', request: 'a1' } },
+      rewrittenTokens: 0,
+      waste: 0,
+      sentence: '',
+    });
+    expect(sentence).toBe('turn 1, 00:00:00 — cold start: started warm from session run-1');
   });
 });

@@ -74,6 +74,7 @@ export function describeMiss(m: Miss): string {
       d.evidence?.reason === 'other_route'
         ? ': routed to another cache machine (overflow)'
         : `: ${(d.idleSeconds ?? 0).toFixed(1)} s after its parent started`;
+  if (d.warmFrom) what += `: started warm from session ${d.warmFrom.session}`;
   if (d.byteOffset !== undefined) what += ` (byte ${n.format(d.byteOffset)})`;
   const cost =
     m.cause === 'cold_start'

@@ -1,12 +1,13 @@
 // The dated price table: dollars per million tokens by model, each row with the date it was true on and
-// its source. Unknown models are flagged, never priced as zero. Users add or override rows from a file.
+// its source. A row prices its own id and that id's dated variants; a model with no row of its own is priced
+// from its family's nearest row, named as such, or left unpriced (flagged, never priced as zero).
 
 import { CachewardError } from '../core/errors.js';
 
 /** Prices in USD per million tokens. */
 export interface PriceRow {
   provider: 'anthropic' | 'openai';
-  /** Model id prefix: `claude-opus-4-5` matches `claude-opus-4-5-20251101`. */
+  /** Model id: it matches itself and its dated variants (`claude-opus-4-5-20251101`, `…@20251101`). */
   model: string;
   label: string;
   input: number;
@@ -21,7 +22,7 @@ export interface PriceRow {
 }
 
 const ANTHROPIC_SOURCE =
-  'shared/reference/anthropic/pricing.md (docs/en/about-claude/pricing.md, last changed 2026-08-20)';
+  'shared/reference/anthropic/pricing.md (docs/en/about-claude/pricing.md at llms-txt-archive 3ba56f2c, last changed 2026-08-20)';
 const A = (model: string, label: string, input: number, output: number): PriceRow => ({
   provider: 'anthropic',
   model,
@@ -66,7 +67,44 @@ export class PriceFileError extends CachewardError {
   }
 }
 
-/** Prices by model; the longest matching prefix wins, and user rows come before built-in ones. */
+/**
+ * A lookup's answer: the row that prices the model. `nearestFor` is set when the model has no row of its
+ * own (nor is it a dated variant of one) and this row, its family's nearest, stands in: every place that
+ * shows the price says so.
+ */
+export interface PriceMatch extends PriceRow {
+  nearestFor?: string;
+}
+
+/**
+ * What may follow a row's id in a variant of it: a date (`-20251101`, `@20251101`, `-2026-03-05`) or
+ * `-latest`, a platform version (`-v1:0`), Claude Code's `[1m]` (the 1M context, at standard prices).
+ */
+const VARIANT = /^(?:(?:-\d{8}|@\d{8}|-\d{4}-\d{2}-\d{2}|-latest)(?:-v\d+(?::\d+)?)?)?(?:\[1m\])?$/;
+
+/** `claude-<family>-<major>[-<minor>]`: the family and version of a Claude model id (none for other ids). */
+function claudeVersion(id: string): { family: string; version: number[] } | undefined {
+  const m = /^claude-([a-z]+)-(\d{1,2}(?:-\d{1,2})*)$/.exec(id);
+  if (!m?.[1] || !m[2]) return undefined;
+  return { family: m[1], version: m[2].split('-').map(Number) };
+}
+
+/** a ≤ b, component by component (a missing component is 0). */
+function atOrBelow(a: readonly number[], b: readonly number[]): boolean {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const x = a[i] ?? 0;
+    const y = b[i] ?? 0;
+    if (x !== y) return x < y;
+  }
+  return true;
+}
+
+/**
+ * Prices by model. A row prices its own id and that id's dated variants (file rows before built-in ones).
+ * A Claude model with no row of its own is priced from the nearest row of its family and major version
+ * at or below it (`claude-opus-5-5` from `claude-opus-5`, `claude-opus-4-9` from `claude-opus-4-8`, never
+ * from Opus 4's), with the fact carried on the answer; any other model is unpriced.
+ */
 export class PriceTable {
   private readonly rows: PriceRow[];
   constructor(extra: readonly PriceRow[] = [], builtIn: readonly PriceRow[] = BUILT_IN_PRICES) {
@@ -74,25 +112,42 @@ export class PriceTable {
   }
 
   /** The row for a model id, or undefined when it is not priced (the report flags it). */
-  lookup(model: string | undefined): PriceRow | undefined {
+  lookup(model: string | undefined): PriceMatch | undefined {
     if (!model) return undefined;
     const id = model.toLowerCase();
-    let best: PriceRow | undefined;
     for (const row of this.rows) {
       const m = row.model.toLowerCase();
-      if (
-        (id === m || id.startsWith(`${m}-`) || id.startsWith(`${m}.`) || id.startsWith(`${m}@`)) &&
-        (!best || m.length > best.model.length)
-      ) {
-        best = row;
-      }
+      if (id === m || (id.startsWith(m) && VARIANT.test(id.slice(m.length)))) return row;
     }
-    return best;
+    const near = this.nearest(id);
+    return near ? { ...near, nearestFor: model } : undefined;
+  }
+
+  /** The nearest row of the model's family and major version at or below it, if any. */
+  private nearest(id: string): PriceRow | undefined {
+    // A dated variant of a version with no row: its version is the one it is a variant of.
+    const want = claudeVersion(id.replace(/(?:-\d{8}|@\d{8}|-latest)(?:-v\d+(?::\d+)?)?$/, ''));
+    if (!want) return undefined;
+    let best: { row: PriceRow; version: number[] } | undefined;
+    for (const row of this.rows) {
+      const have = claudeVersion(row.model.toLowerCase());
+      if (!have || have.family !== want.family || have.version[0] !== want.version[0]) continue;
+      if (!atOrBelow(have.version, want.version)) continue;
+      // Higher wins; of equal versions the first (a file row before the built-in one).
+      if (!best || !atOrBelow(have.version, best.version)) best = { row, version: have.version };
+    }
+    return best?.row;
   }
 
   all(): readonly PriceRow[] {
     return this.rows;
   }
+}
+
+/** Says that a price is borrowed: "claude-opus-5-5 has no price row of its own; priced as claude-opus-5 (…)". */
+export function nearestPriceNote(p: PriceMatch): string | undefined {
+  if (p.nearestFor === undefined) return undefined;
+  return `${p.nearestFor} has no price row of its own; priced as ${p.model} (${p.label}, ${p.date}), the nearest row of its family`;
 }
 
 const FIELDS = ['input', 'write5m', 'write1h', 'read', 'output'] as const;

@@ -13,8 +13,13 @@ export interface RequestNode {
   label?: string;
   time: number;
   model?: string;
-  /** The end of its last message: transcript and cache key there, how many messages, estimated tokens. */
-  final?: { transcript: string; cacheKey: string; messages: number; tokens: number };
+  /**
+   * The end of its last message: transcript and cache key there, how many messages, estimated tokens, and
+   * the key of that message (reply-keys), which a later request carries with the reply after it.
+   */
+  final?: { transcript: string; cacheKey: string; messages: number; tokens: number; last?: string };
+  /** The transcript key at its first message end: a carried reply without a label must open the same way. */
+  opening?: string;
   /** The request it was compared with (and took fix state from). */
   parent?: string;
   relation: Relation;
@@ -57,7 +62,10 @@ export interface ConversationStore {
   putRequest(node: RequestNode): void;
   conversation(id: string): ConversationInfo | undefined;
   putConversation(info: ConversationInfo): void;
-  /** Requests whose last message ends at this transcript key, oldest first. */
+  /**
+   * Requests whose last message ends at this transcript key, oldest first; also asked with a message's
+   * reply key (`reply:…`): the requests whose last message it is.
+   */
   endingAt(transcript: string): readonly string[];
   addEnding(transcript: string, request: string): void;
   /** The latest request with a message (not its last) ending at this transcript key, and its cache key there. */
@@ -154,8 +162,8 @@ export class MemoryConversationStore implements ConversationStore {
       this.listedUnder.delete(id);
       this.unlist(conversation, id);
     }
-    const ending = node?.final?.transcript;
-    if (ending !== undefined) {
+    for (const ending of [node?.final?.transcript, node?.final?.last]) {
+      if (ending === undefined) continue;
       const list = this.endings.peek(ending);
       const at = list ? list.indexOf(id) : -1;
       // In place: the key keeps its age and expiry (lists are only read synchronously).
@@ -233,6 +241,7 @@ export class MemoryConversationStore implements ConversationStore {
     for (const r of snap.requests) {
       this.putRequest(r);
       if (r.final) this.addEnding(r.final.transcript, r.id);
+      if (r.final?.last !== undefined) this.addEnding(r.final.last, r.id);
       if (r.label !== undefined) this.addLabel(r.label, r.id);
       if (r.response !== undefined) this.responses.set(r.response, r.id);
     }

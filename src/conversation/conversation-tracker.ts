@@ -10,6 +10,7 @@ import { messageEndsSteps } from '../prefix/message-ends.js';
 import { drainSteps } from '../wire/json-scan.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { type ConversationSnapshot, MemoryConversationStore } from './conversation-store.js';
+import { lastMessageKey, lazyAnchors } from './reply-keys.js';
 import {
   type ConversationRequest,
   commitConversationSteps,
@@ -52,11 +53,14 @@ export function* conversationRequestSteps(
   const label = sessionLabel(headers, prefix.body.fields);
   const previous = prefix.format === 'openai-responses' ? prefix.body.fields.previous_response_id : undefined;
   const ends = yield* messageEndsSteps(prefix);
+  const last = lastMessageKey(prefix, ends);
   const request: ConversationRequest = {
     id,
     time,
     ends,
     head: prefix.levels.messages.foldHash,
+    anchors: lazyAnchors(prefix, ends),
+    ...(last !== undefined ? { last } : {}),
     ...(label ? { label: label.key } : {}),
     ...(prefix.model ? { model: prefix.model } : {}),
     ...(typeof previous === 'string' && previous ? { previous } : {}),

@@ -147,15 +147,17 @@ describe('resolveConversation', () => {
     expect(next).toMatchObject({ relation: 'continues', parent: main.id, conversation: p.conversation });
   });
 
-  it('a review fork sent after the main line is a fork at once, under its own label too', () => {
+  it('a review fork sent after the main line is a fork at once; under its own label it starts warm', () => {
     const d = driver();
     const h = [u('build it'), a('built'), u('now test')];
     const p = d.send(h, { label: 's' });
     d.send([...h, a('tested'), u('ship')], { label: 's' });
     const review = d.send([...h, a('tested'), u('review')], { label: 's', tools: [TOOLS[0] as object] });
     expect(review).toMatchObject({ relation: 'fork', parent: p.id });
+    // Another label is never a fork of this one: a conversation of its own, warm from the parent's prefix.
     const own = d.send([...h, a('tested'), u('review 2')], { label: 'review-agent' });
-    expect(own).toMatchObject({ relation: 'fork', parent: p.id, agreed: true });
+    expect(own).toMatchObject({ relation: 'new', warm: { request: p.id, label: 's' } });
+    expect(own.parent).toBeUndefined();
   });
 
   it('a summary fork with the same prefix before the main line: the line that goes on is the main one', () => {

@@ -1,10 +1,12 @@
 // Which conversation a request continues, forks from, or starts: decided by the transcript keys at its
-// message ends (prefix/message-ends), narrowed by its session label. Pure: the store is passed in and out.
-// It never reads a body, a clock or a header, and there is no default bucket: strangers share nothing.
+// message ends (prefix/message-ends) and the replies it carries (reply-keys), narrowed by its session label.
+// Pure: the store is passed in and out. It never reads a body, a clock or a header; there is no default
+// bucket (strangers share nothing), and two different labels are never one line or a fork of each other.
 
 import type { MessageEnd } from '../prefix/message-ends.js';
 import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { ConversationStore, Relation, RequestNode } from './conversation-store.js';
+import type { ReplyAnchor } from './reply-keys.js';
 
 /** What the resolver needs of a request. */
 export interface ConversationRequest {
@@ -19,6 +21,21 @@ export interface ConversationRequest {
   head: string;
   /** A Responses request's `previous_response_id`: it continues the request that got that response. */
   previous?: string;
+  /** The key of its last message ({@link lastMessageKey}): the next request's reply follows it. */
+  last?: string;
+  /**
+   * Its messages after its end `after` that a reply follows ({@link replyAnchors}), latest first; asked
+   * only when its transcript does not reach its latest reply (a resume re-serialized older blocks).
+   */
+  anchors?: (after: number) => readonly ReplyAnchor[];
+}
+
+/** Another label's request whose cached prefix a request's history shares (it started warm from it). */
+export interface WarmSource {
+  request: string;
+  label: string;
+  /** Estimated tokens of the shared history (to the shared message end). */
+  tokens: number;
 }
 
 /** A request whose relation an arrival changed (a provisional main line that turned out to be a fork). */
@@ -45,30 +62,49 @@ export interface Resolution {
   duplicate: boolean;
   turn: number;
   reclassified: Reclassified[];
+  /** A conversation's first request that shares its history with another label's request: which one. */
+  warm?: WarmSource;
 }
 
 const newId = (requestId: string) => `c-${requestId}`;
 
 interface Candidate {
   node: RequestNode;
+  /** The request's end where it shares the parent's history (-1: none as sent). */
   at: number;
   agreed: boolean;
   full: boolean;
+  /** Found by the reply it carries: it extends the parent's whole history, re-serialized. */
+  carried?: boolean;
 }
 
+/** What the search found: the parent, and another label's request the history is shared with. */
+interface Found {
+  parent: Candidate | undefined;
+  warm: WarmSource | undefined;
+}
+
+/** Two different labels: never one line, and never a fork of the other (DESIGN.md). */
+const otherLabel = (node: RequestNode, req: ConversationRequest): boolean =>
+  node.label !== undefined && req.label !== undefined && node.label !== req.label;
+
 /**
- * Finds the deepest shared history: first the latest request whose whole history this one extends (a
- * message end that was some request's last), then a deeper partial match (an edit or rewind of a line),
- * which must share more than the opening input. A match under another label counts only when the cached
- * prefix agrees or a real history is shared.
+ * Finds the parent: the deepest shared history under the request's label (or where either has none).
+ * First the latest request whose whole history this one extends (a message end that was some request's
+ * last), then a deeper partial match (an edit or rewind of a line), which must share more than the
+ * opening input, then a deeper request whose reply this one carries (its older blocks re-serialized, as a
+ * resume on another model does). Another label's request whose cached prefix agrees at a shared end is
+ * only noted: the request started warm from it.
  */
-function* findParentSteps(
-  store: ConversationStore,
-  req: ConversationRequest,
-): Generator<void, Candidate | undefined> {
+function* findParentSteps(store: ConversationStore, req: ConversationRequest): Generator<void, Found> {
   const chained = chainedParent(store, req);
-  if (chained) return chained;
+  if (chained) return { parent: chained, warm: undefined };
   const ends = req.ends;
+  let warm: WarmSource | undefined;
+  const noteWarm = (node: RequestNode, end: MessageEnd) => {
+    if (warm || node.label === undefined) return;
+    warm = { request: node.id, label: node.label, tokens: end.tokens };
+  };
   let full: Candidate | undefined;
   let step = 0;
   for (let i = ends.length - 1; i >= 0 && !full; i--) {
@@ -78,10 +114,16 @@ function* findParentSteps(
     }
     const end = ends[i] as MessageEnd;
     let best: RequestNode | undefined;
+    let other: RequestNode | undefined;
     for (const id of store.endingAt(end.transcript)) {
       const node = store.request(id);
       if (!node?.final) continue;
       const agreed = end.cacheKey === node.final.cacheKey;
+      if (otherLabel(node, req)) {
+        // The earliest: the one whose request wrote what the others (and this one) read.
+        if (agreed && (!other || node.time < other.time)) other = node;
+        continue;
+      }
       const sameLabel = node.label === req.label;
       if (!sameLabel && !agreed && node.final.messages < 2) continue;
       // Same label first, then the latest (a later one of equal rank wins a tie).
@@ -92,8 +134,10 @@ function* findParentSteps(
         if (rank < bestRank || (rank === bestRank && node.time >= best.time)) best = node;
       }
     }
+    if (other) noteWarm(other, end);
     if (best?.final) full = { node: best, at: i, agreed: end.cacheKey === best.final.cacheKey, full: true };
   }
+  let found = full;
   for (let j = ends.length - 1; j > (full?.at ?? -1); j--) {
     if (++step === STEP_ITEMS) {
       step = 0;
@@ -111,12 +155,65 @@ function* findParentSteps(
     // reply with it; that is the full match's business, not an edit of node.
     if (full && node.parent === full.node.id) break;
     const agreed = entry.cacheKey === end.cacheKey;
+    if (otherLabel(node, req)) {
+      if (agreed) noteWarm(node, end);
+      continue;
+    }
     const sameLabel = node.label === req.label;
-    if ((sameLabel && (req.label !== undefined || agreed)) || (agreed && j >= 1))
-      return { node, at: j, agreed, full: false };
+    if ((sameLabel && (req.label !== undefined || agreed)) || (agreed && j >= 1)) {
+      found = { node, at: j, agreed, full: false };
+      break;
+    }
   }
-  if (full) return full;
-  return headMatch(store, req);
+  // The transcript reached no line's latest request: a deeper request whose reply it carries is the line.
+  if (!found || (found.full && !isTip(store, found.node))) {
+    const carried = yield* carriedReply(store, req, found);
+    if (carried) return { parent: carried, warm: undefined };
+  }
+  if (found) return { parent: found, warm: undefined };
+  const head = headMatch(store, req);
+  return { parent: head, warm: head ? undefined : warm };
+}
+
+function isTip(store: ConversationStore, node: RequestNode): boolean {
+  const conv = store.conversation(node.conversation);
+  return !conv || conv.tip === node.id;
+}
+
+/**
+ * The latest request whose reply this one carries after its end `after`: its last message, then a reply,
+ * stand in this request's history (whatever a resume re-serialized before them: thinking left out of older
+ * replies, say). Under the same label, or, where either has none, with the same first message.
+ */
+function* carriedReply(
+  store: ConversationStore,
+  req: ConversationRequest,
+  found: Candidate | undefined,
+): Generator<void, Candidate | undefined> {
+  const anchors = req.anchors?.(found?.at ?? -1) ?? [];
+  const opening = req.ends[0]?.transcript;
+  let step = 0;
+  for (const a of anchors) {
+    if (++step === STEP_ITEMS) {
+      step = 0;
+      yield;
+    }
+    let best: RequestNode | undefined;
+    for (const id of store.endingAt(a.key)) {
+      const node = store.request(id);
+      if (!node?.final || otherLabel(node, req)) continue;
+      if (!(node.label !== undefined && node.label === req.label) && node.opening !== opening) continue;
+      if (!best || node.time >= best.time) best = node;
+    }
+    const end = req.ends[a.end];
+    if (!best?.final || !end) continue;
+    // What it shares as sent is what the transcript found in the same line; the anchor's key says whether
+    // tools, system and parameters stayed where nothing was found.
+    if (found && found.node.conversation === best.conversation)
+      return { node: best, at: found.at, agreed: found.agreed, full: true, carried: true };
+    return { node: best, at: -1, agreed: end.cacheKey === best.final.cacheKey, full: true, carried: true };
+  }
+  return undefined;
 }
 
 /**
@@ -176,14 +273,16 @@ export function* resolveConversationSteps(
   store: ConversationStore,
   req: ConversationRequest,
 ): Generator<void, Resolution> {
-  const found = yield* findParentSteps(store, req);
-  if (!found) return alone(store, req);
+  const search = yield* findParentSteps(store, req);
+  const found = search.parent;
+  if (!found) return alone(store, req, search.warm);
   const { node: parent, at, agreed } = found;
   const end = req.ends[at];
+  // A carried reply shares the parent's history only as re-serialized: every end is indexed anew.
   const shared = {
     messages: end ? end.message + 1 : 0,
     tokens: end?.tokens ?? 0,
-    full: found.full,
+    full: found.full && !found.carried,
     ends: at + 1,
   };
   // Each result written out field by field (an object spread per result cost more: this runs twice per exchange).
@@ -249,8 +348,8 @@ export function* resolveConversationSteps(
   return fork();
 }
 
-/** A request that shares nothing the store holds: a conversation of its own. */
-function alone(store: ConversationStore, req: ConversationRequest): Resolution {
+/** A request that shares no history under its label: a conversation of its own (warm, if another's was). */
+function alone(store: ConversationStore, req: ConversationRequest, warm: WarmSource | undefined): Resolution {
   return {
     conversation: newId(req.id),
     relation: req.label !== undefined && store.labelSeen(req.label) ? 'sibling' : 'new',
@@ -258,20 +357,25 @@ function alone(store: ConversationStore, req: ConversationRequest): Resolution {
     duplicate: false,
     turn: 1,
     reclassified: [],
+    ...(warm ? { warm } : {}),
   };
 }
 
 /**
  * A request that continues a fork F whose sibling M (the provisional main line) went nowhere: the line
- * that goes on is the main one, so F becomes the main line and M the fork. Only under one label.
+ * that goes on is the main one (forks are what the main line never carries on), so F becomes the main
+ * line and M the fork. Only under one label, and not where M kept the parent's cached prefix and F did
+ * not: a background agent that branched with wider tools runs its own turns while the main line waits,
+ * and stays the fork.
  */
 function swapIfMainReturns(store: ConversationStore, f: RequestNode, out: Resolution): void {
-  if (f.relation !== 'fork' || f.children > 0 || !f.parent || !f.agreed) return;
+  if (f.relation !== 'fork' || f.children > 0 || !f.parent) return;
   const pp = store.request(f.parent);
   if (!pp?.next || pp.next === f.id) return;
   const m = store.request(pp.next);
   const main = store.conversation(pp.conversation);
   if (!m || m.children > 0 || m.label !== f.label || main?.tip !== m.id) return;
+  if (m.agreed && !f.agreed) return;
   out.conversation = pp.conversation;
   out.turn = (main?.requests ?? pp.turn) + 1;
   out.reclassified.push(
@@ -319,13 +423,17 @@ export function* commitConversationSteps(
   if (req.label !== undefined) node.label = req.label;
   if (req.model !== undefined) node.model = req.model;
   if (res.parent) node.parent = res.parent;
-  if (last)
+  const opening = req.ends[0]?.transcript;
+  if (opening !== undefined) node.opening = opening;
+  if (last) {
     node.final = {
       transcript: last.transcript,
       cacheKey: last.cacheKey,
       messages: last.message + 1,
       tokens: last.tokens,
     };
+    if (req.last !== undefined) node.final.last = req.last;
+  }
   store.putRequest(node);
   const parent = res.parent ? store.request(res.parent) : undefined;
   if (parent) {
@@ -355,6 +463,8 @@ export function* commitConversationSteps(
   }
   if (req.label !== undefined) store.addLabel(req.label, req.id);
   if (last) store.addEnding(last.transcript, req.id);
+  // Found by the requests that carry its reply.
+  if (last && req.last !== undefined) store.addEnding(req.last, req.id);
   // The ends before the parent's last are indexed already (by the parent's line): index only from there,
   // so a request that appends a turn costs O(the new turn). Lookups go on to the line's latest request.
   const from = res.shared?.full ? Math.max(0, res.shared.ends - 1) : 0;

@@ -57,21 +57,16 @@ export function bustSessionSteps(): SessionStep[] {
   push('the system prompt gets a timestamp', conv, { expect: 'system_changed' });
   conv = appendUserTurn(conv, 'Thanks.');
   push('next turn', conv);
-  // A background review fork sends a wider tools[] than its parent.
+  // A background review fork sends a wider tools[] than its parent. Forks go under the parent's session
+  // label: under a label of their own they would be sessions of their own, never forks of this one.
   const fork = appendUserTurn(conv, 'Review the conversation and update memory and skills.');
   fork.tools = [...(conv.tools as Json[]), anthropicTool('WebFetch'), anthropicTool('skill_manage')];
-  steps.push({
-    label: 'a review fork with a wider tools[]',
-    session: 'review-fork',
-    body: fork,
-    expect: 'fork_diverged',
-  });
+  push('a review fork with a wider tools[]', fork, { expect: 'fork_diverged' });
   // A summary done right: a fork that appends its instruction to the parent's exact request.
-  steps.push({
-    label: 'a summary fork that reuses the parent prefix',
-    session: 'summary-fork',
-    body: appendUserTurn(conv, 'Summarize the conversation so far in five bullets.'),
-  });
+  push(
+    'a summary fork that reuses the parent prefix',
+    appendUserTurn(conv, 'Summarize the conversation so far in five bullets.'),
+  );
   // A summary done naively: the history re-rendered as one message under another system prompt. The
   // cache sees a new conversation (it shares only the tools): a cold start that writes everything again.
   const transcript = (conv.messages as Json[])

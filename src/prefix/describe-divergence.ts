@@ -70,6 +70,8 @@ function where(d: Divergence): string {
   const c = d.change;
   if (c.type === 'tools') return `tools diverge at index ${d.blockIndex}`;
   if (c.type === 'params') return `parameters diverge before the ${c.invalidates} level`;
+  if (c.type === 'system' && c.role)
+    return `system diverges at block ${c.partIndex ?? 0} (${c.role} message ${c.messageIndex ?? 0})`;
   if (c.type === 'system') return `system diverges at block ${c.partIndex ?? 0}`;
   const role = c.role ? ` (${c.role})` : '';
   return `messages diverge at message ${c.messageIndex ?? 0}${role}, block ${c.partIndex ?? 0}`;
@@ -81,7 +83,7 @@ export function describeChange(c: PrefixChange): string {
   if (c.type === 'params') return paramsWhat(c.params);
   const at =
     c.type === 'system'
-      ? ` (system block ${c.partIndex ?? 0})`
+      ? ` (system block ${c.partIndex ?? 0}${c.role ? `, ${c.role} message ${c.messageIndex ?? 0}` : ''})`
       : ` (message ${c.messageIndex ?? 0}${c.role ? `, ${c.role}` : ''}, block ${c.partIndex ?? 0})`;
   return `${blocksWhat(c)}${at}`;
 }

@@ -243,3 +243,75 @@ describe('bundled bust examples', () => {
     expect(b.blocks[i]?.hash).toBe(a.blocks[i]?.hash);
   });
 });
+
+describe('a system prompt sent as leading system/developer messages', () => {
+  const chat = (system: string, first: string, extra: Json = {}) =>
+    parsePrefix(
+      JSON.stringify({
+        model: 'gpt-5.6',
+        messages: [
+          { role: 'system', content: 'You are a coding agent.' },
+          { role: 'developer', content: system },
+          { role: 'user', content: first },
+          { role: 'assistant', content: 'ok' },
+          { role: 'user', content: 'next' },
+        ],
+        ...extra,
+      }),
+      { format: 'openai-chat' },
+    );
+  const responses = (system: string, first: string) =>
+    parsePrefix(
+      JSON.stringify({
+        model: 'gpt-5.6',
+        input: [
+          { role: 'developer', content: system },
+          { role: 'user', content: first },
+        ],
+      }),
+      { format: 'openai-responses' },
+    );
+
+  it('is the system level in OpenAI Chat and Responses: an edit of it names the system, the rest is messages', () => {
+    const d = firstDivergence(chat('Be brief.', 'fix it'), chat('Be brief. Today is Monday.', 'fix it'));
+    expect(d).toMatchObject({
+      level: 'system',
+      change: { type: 'system', edit: 'edited', partIndex: 1, messageIndex: 1, role: 'developer' },
+    });
+    expect(d?.changed).toEqual(['system']);
+    expect(describeDivergence(d as NonNullable<typeof d>)).toMatch(
+      /^system diverges at block 1 \(developer message 1\): a text block was edited;/,
+    );
+    const r = firstDivergence(responses('Be brief.', 'fix it'), responses('Be terse.', 'fix it'));
+    expect(r).toMatchObject({
+      level: 'system',
+      change: { type: 'system', edit: 'edited', role: 'developer' },
+    });
+    // The conversation after it is the messages level, as before.
+    const m = firstDivergence(chat('Be brief.', 'fix it'), chat('Be brief.', 'fix it now'));
+    expect(m).toMatchObject({
+      level: 'messages',
+      change: { type: 'messages', messageIndex: 2, role: 'user' },
+    });
+  });
+
+  it('keeps the cache key: only the name and the level reported change', () => {
+    const a = chat('Be brief.', 'fix it');
+    const b = chat('Be brief. Today is Monday.', 'fix it');
+    const d = firstDivergence(a, b);
+    expect(d?.blockIndex).toBe(b.levels.messages.start + 1);
+    expect(b.blocks[d?.blockIndex ?? 0]?.level).toBe('messages');
+    // A developer message added in front of the prompt, or one removed, is a system change too.
+    const added = parsePrefix(
+      JSON.stringify({
+        model: 'gpt-5.6',
+        messages: [
+          { role: 'developer', content: 'New rule.' },
+          ...JSON.parse(a.body.bytes.toString()).messages,
+        ],
+      }),
+      { format: 'openai-chat' },
+    );
+    expect(firstDivergence(a, added)).toMatchObject({ level: 'system', change: { type: 'system' } });
+  });
+});

@@ -40,7 +40,11 @@ export interface ParamsChange {
 export interface BlocksChange {
   type: 'system' | 'messages';
   edit: 'edited' | 'inserted' | 'removed' | 'restructured';
-  /** Position within the level (system block index, or message index for messages). */
+  /**
+   * Position within the level: the system block's index (`partIndex`; for a system prompt sent as leading
+   * system/developer messages, its block's index among them, with their `messageIndex` and `role`), or the
+   * message and its block for messages.
+   */
   messageIndex?: number;
   partIndex?: number;
   role?: string;
@@ -182,11 +186,27 @@ function paramsDivergence(a: Prefix, b: Prefix, level: PrefixLevel): Divergence 
   };
 }
 
+/**
+ * A messages-level block of the leading system/developer messages (OpenAI Chat's and Responses' way of
+ * sending the system prompt): it has no transcript key, the conversation starts after it.
+ */
+function inLeadingPrompt(p: Prefix, i: number): boolean {
+  const blk = p.blocks[i];
+  return blk !== undefined && blk.level === 'messages' && blk.transcript === undefined;
+}
+
 function blocksDivergence(a: Prefix, b: Prefix, level: PrefixLevel, ia: number, ib: number): Divergence {
   const change = level === 'tools' ? toolsChange(a, b) : blocksChange(a, b, level, ia, ib);
   const shared = tokensBefore(b, ib);
+  // The leading system/developer messages are the system prompt: reported at the system level (the cache
+  // key is the same; only the name and the level said differ).
+  const prompt = level === 'messages' && (inLeadingPrompt(b, ib) || inLeadingPrompt(a, ia));
+  if (prompt && change.type === 'messages') {
+    change.type = 'system';
+    change.partIndex = ib - b.levels.messages.start;
+  }
   return {
-    level,
+    level: prompt ? 'system' : level,
     blockIndex: ib,
     change,
     byteOffset: { a: a.blocks[ia]?.span.start ?? null, b: b.blocks[ib]?.span.start ?? null },

@@ -37,6 +37,8 @@ export interface LiveRequest {
   /** This request's token-weighted hit rate (null when the usage reported no cache fields). */
   hitRate: number | null;
   cost: number | null;
+  /** The model has no price row of its own: the row it was priced from. */
+  pricedAs?: string;
   cause?: BustCause;
   /** The analyzer's sentence for the miss. */
   sentence?: string;
@@ -203,6 +205,7 @@ export class LiveAnalysis {
       fixes: record.fixes.map((f) => ({ fix: f.fix, changed: f.changed, notes: f.notes })),
     };
     if (a.unfixed) row.unfixed = true;
+    if (a.pricedAs) row.pricedAs = a.pricedAs;
     if (a.miss) {
       row.cause = a.miss.cause;
       row.sentence = describeMiss(a.miss);

@@ -5,6 +5,7 @@ import type { AnalysisResult, AnalyzedRequest, BustCause } from '../analyze/anal
 import { formatUsd } from '../analyze/describe-miss.js';
 import { clockTimeMs, missLine } from './miss-line.js';
 import { REPORT_CSS } from './report-style.js';
+import { nearestPrices } from './terminal-report.js';
 
 const esc = (s: string) =>
   s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -254,7 +255,16 @@ export function renderHtmlReport(a: AnalysisResult): string {
   const unpriced = t.unpricedModels.length
     ? `<p class="warn">Not priced (no dated price; add one with <code>--prices FILE</code>): ${esc(t.unpricedModels.join(', '))}.</p>`
     : '';
-  const prices = a.prices.map((p) => `${esc(p.label)}: ${esc(p.date)}, ${esc(p.source)}`).join('<br>');
+  const borrowed = nearestPrices(a);
+  const nearest = borrowed
+    ? `<p class="warn">${esc(borrowed.replace(/^./, (c) => c.toUpperCase()))}.</p>`
+    : '';
+  const prices = a.prices
+    .map(
+      (p) =>
+        `${p.pricedAs ? `${esc(p.model)} (no price row of its own) priced as ${esc(p.pricedAs)}, ` : ''}${esc(p.label)}: ${esc(p.date)}, ${esc(p.source)}`,
+    )
+    .join('<br>');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>cacheward report</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -263,7 +273,7 @@ ${REPORT_CSS}</style></head><body>
 <h1>cacheward report</h1>
 <small>${n.format(a.generatedFrom.records)} records from ${a.generatedFrom.files} file(s)${a.generatedFrom.skippedLines ? `, ${a.generatedFrom.skippedLines} torn lines skipped` : ''}</small>
 <div class="kpi"><div>sessions<b>${n.format(t.sessions)}</b></div><div>requests<b>${n.format(t.requests)}</b></div><div>hit rate (token-weighted)<b>${t.hitRate === null ? 'n/a' : `${(t.hitRate * 100).toFixed(1)}%`}</b></div><div>spend<b>${formatUsd(t.cost)}</b></div><div>waste<b>${formatUsd(t.waste)}</b></div></div>
-${unpriced}${refusals(a)}
+${unpriced}${nearest}${refusals(a)}
 <h2>Input tokens per request</h2><div class="chart">${tokensChart(a)}</div>
 <h2>Waste by cause</h2><div class="chart">${wasteChart(a)}</div>
 <h2>Sessions</h2><div class="scroll"><table><tr><th>session</th><th>requests</th><th>forks</th><th>hit rate</th><th>spend</th><th>waste</th></tr>${sessions}</table></div>

@@ -33,7 +33,7 @@ export function renderLivePage(nonce: string): string {
     const c = el('td', undefined, 'cause');
     if (r.cause) { const d = el('span', undefined, 'dot'); d.style.background = COLORS[r.cause] || '#999'; c.append(d, document.createTextNode(r.cause)); } else c.textContent = '—';
     const notes = [r.sentence, ...r.fixes.filter((f) => f.notes.length).map((f) => f.fix + ': ' + f.notes.join('; '))].filter(Boolean).join(' · ');
-    tr.append(c, el('td', n.format(r.readTokens)), el('td', n.format(r.writtenTokens)), el('td', usd(r.cost)), el('td', notes, 'notes'));
+    tr.append(c, el('td', n.format(r.readTokens)), el('td', n.format(r.writtenTokens)), el('td', usd(r.cost) + (r.pricedAs ? ' (as ' + r.pricedAs + ')' : '')), el('td', notes, 'notes'));
     return tr;
   }
   function renderTotals() {

@@ -15,6 +15,16 @@ export interface TerminalStyles {
   green(s: string): string;
 }
 
+/**
+ * The models priced from another row (no row of their own), in one line, or undefined: "priced from the
+ * nearest row (no row of their own): claude-opus-5-5 as claude-opus-5 (Claude Opus 5, 2026-08-20)".
+ */
+export function nearestPrices(a: Pick<AnalysisResult, 'prices'>): string | undefined {
+  const list = a.prices.filter((p) => p.pricedAs !== undefined);
+  if (!list.length) return undefined;
+  return `priced from the nearest row (no row of their own): ${list.map((p) => `${p.model} as ${p.pricedAs} (${p.label}, ${p.date})`).join(', ')}`;
+}
+
 function table(rows: string[][]): string[] {
   const widths = rows[0]?.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length))) ?? [];
   return rows.map((r) =>
@@ -48,6 +58,8 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
       ),
     );
   }
+  const borrowed = nearestPrices(a);
+  if (borrowed) out.push(s.yellow(`  ${borrowed}`));
   if (t.unfixed) {
     const u = t.unfixed;
     out.push(

@@ -455,6 +455,8 @@ export class RedisProxyState implements ProxyState {
         passing.set(t, null);
         absentPassing.push(t);
       }
+    // The key of its last message is only appended to by its commit (LREM, RPUSH), never read to resolve it.
+    if (request.last !== undefined && !endings.has(request.last)) endings.set(request.last, []);
     const loaded: LoadedState = { ...entry.loaded, endings, passing };
     const view = new ConversationView(loaded);
     const resolution = resolveConversation(view, request);
@@ -852,6 +854,8 @@ export class RedisProxyState implements ProxyState {
               walk,
               wantFix,
               have,
+              // The key of its last message, which its commit appends it to (conversation/reply-keys).
+              ...(request.last !== undefined ? { e: [request.last] } : {}),
               ...(request.label !== undefined ? { label: request.label } : {}),
             }),
           ),

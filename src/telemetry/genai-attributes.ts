@@ -64,6 +64,8 @@ export function spanAttributes(e: LiveDetail): Attributes {
   }
   if (a.expectedRead !== undefined) out['cacheward.cache.expected_read_tokens'] = a.expectedRead;
   if (a.cost) out['cacheward.cost_usd'] = a.cost.total;
+  // The model has no price row of its own: the cost is priced from this (its family's nearest) row.
+  if (a.pricedAs) out['cacheward.price.priced_as'] = a.pricedAs;
   out['cacheward.fixes.applied'] = r.fixes
     .filter((f) => f.changed && !NOT_FIXES.has(f.fix))
     .map((f) => f.fix);

@@ -139,7 +139,11 @@ export class OtlpTelemetry {
       'service.version': VERSION,
     });
     const prices = new PriceTable();
-    this.models = new BoundedLabel((m) => prices.lookup(m)?.model);
+    // A model priced from another row keeps its own name (only its own row's dated variants fold into it).
+    this.models = new BoundedLabel((m) => {
+      const p = prices.lookup(m);
+      return p && p.nearestFor === undefined ? p.model : undefined;
+    });
     this.tracerProvider = new BasicTracerProvider({
       resource,
       spanProcessors: [

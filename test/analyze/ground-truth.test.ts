@@ -62,8 +62,8 @@ describe('the ground-truth corpus', () => {
       expect(score.outcomes.filter((o) => o.sent.capture === mode && o.row).length).toBeGreaterThan(500);
   });
 
-  it('names the right cause for at least 98% of the injected misses', () => {
-    expect(score.injected.right / score.injected.total, report).toBeGreaterThanOrEqual(0.98);
+  it('names the cause a user expects (one strict name, no alternates) for at least 99% of the injected misses', () => {
+    expect(score.injected.right / score.injected.total, report).toBeGreaterThanOrEqual(0.99);
   });
 
   it('raises at most 1 false miss per 1,000 requests (controls, turns around events, costless events)', () => {
@@ -73,7 +73,8 @@ describe('the ground-truth corpus', () => {
   it('never calls a main-line request a fork, and calls at least 98% of the forks forks', () => {
     expect(score.mainForks.length, report).toBe(0);
     const forks = score.outcomes.filter((o) => o.sent.plan.line === 'fork').length;
-    expect(forks).toBeGreaterThan(30);
+    // (A review agent under a label of its own is a session of its own since round 3: fewer forks.)
+    expect(forks).toBeGreaterThan(20);
     expect(score.missedForks.length / forks, report).toBeLessThanOrEqual(0.02);
   });
 });
@@ -148,5 +149,56 @@ describe('the evidence behind the causes', () => {
     const list = score.outcomes.filter((o) => o.sent.plan.event === 'summary_fork');
     expect(list.length).toBeGreaterThan(0);
     expect(describeRows(list.filter((o) => o.sent.plan.expect === null && o.got !== null))).toEqual([]);
+  });
+
+  it('one prompt under four labels: four main lines, never forks; the later ones started warm from the first', () => {
+    const list = score.outcomes.filter((o) => o.sent.plan.event === 'labels_same_prompt');
+    expect(list.length).toBeGreaterThan(100);
+    expect(describeRows(list.filter((o) => o.row?.relation === 'fork' || o.got === 'fork_diverged'))).toEqual(
+      [],
+    );
+    const sessions = new Map<string, Outcome[]>();
+    for (const o of list)
+      sessions.set(o.sent.plan.session, [...(sessions.get(o.sent.plan.session) ?? []), o]);
+    for (const [name, runs] of sessions) {
+      const [first, ...rest] = runs as [Outcome, ...Outcome[]];
+      expect(first.row?.relation, name).toBe('new');
+      for (const o of rest) expect(o.row?.relation, name).toBe('continues');
+      expect(new Set(runs.map((o) => o.row?.conversation)).size, name).toBe(1);
+      // Runs 1 to 3 open with run 0's bytes: where the provider read its cache, they say so.
+      if (name.endsWith('#0')) continue;
+      const origin = sessions.get(name.replace(/#\d$/, '#0'))?.[0]?.row;
+      if (first.row?.usage?.cacheRead)
+        expect(first.row?.warmFrom, name).toEqual({ session: origin?.session, request: origin?.id });
+      else expect(first.row?.warmFrom, name).toBeUndefined();
+    }
+    expect(list.filter((o) => o.row?.warmFrom).length).toBeGreaterThan(20);
+  });
+
+  it('a one-off system change, a resume on another model, two changes at once: the main line, by first divergence', () => {
+    for (const event of [
+      'system_timestamp_once',
+      'resume_other_model',
+      'model_switch_message_inserted',
+      'thinking_message_edited',
+    ]) {
+      const list = score.outcomes.filter((o) => o.sent.plan.event === event);
+      expect(list.length, event).toBeGreaterThan(0);
+      expect(describeRows(list.filter((o) => o.row?.relation === 'fork'))).toEqual([]);
+      for (const o of list.filter((x) => x.sent.plan.injected))
+        expect(o.row?.relation, o.sent.plan.session).toBe('continues');
+    }
+    for (const o of injected('model_switch_message_inserted')) expect(o.got).toBe('model_changed');
+    for (const o of injected('thinking_message_edited')) expect(o.got).toBe('params_changed');
+    for (const o of injected('system_edited', 'gpt-5.5')) expect(o.got).toBe('system_changed');
+  });
+
+  it('a review agent under a label of its own (the parent labelled) is a session of its own, not a fork', () => {
+    const list = injected('review_fork_own_label').filter((o) => o.sent.plan.line === 'main');
+    expect(list.length).toBeGreaterThan(0);
+    for (const o of list) {
+      expect(o.row?.relation, o.sent.plan.session).toBe('new');
+      expect(o.got).toBe('cold_start');
+    }
   });
 });

@@ -103,11 +103,11 @@ describe('cacheward report --html', () => {
       );
       // Forks named by session and turn, not by raw ids.
       const forks = await page.locator('h2:has-text("Forks") + ul > li').allTextContents();
-      const review = result.requests.find((x) => x.session === 'review-fork');
+      const review = result.requests.find((x) => x.miss?.cause === 'fork_diverged');
       const parent = result.requests.find((x) => x.id === review?.fork?.parent);
       expect(parent).toBeDefined();
       expect(forks).toContain(
-        `review-fork turn 1 forked from ${parent?.session} turn ${parent?.turn} — ${review?.miss?.cause}`,
+        `main turn 1 forked from ${parent?.session} turn ${parent?.turn} — ${review?.miss?.cause}`,
       );
       expect(forks.join(' ')).not.toMatch(/cw_/);
       // Every miss line names its session, with the time to the millisecond.

@@ -108,7 +108,8 @@ describe('cacheward report names every cause', () => {
   });
 
   it('tells a summary fork that reads its parent from a standalone summary that re-renders it', () => {
-    const fork = bySession.get('summary-fork')?.[0];
+    const fork = stepRows().find((s) => s.label === 'a summary fork that reuses the parent prefix')?.row;
+    expect(fork?.relation).toBe('fork');
     const standalone = bySession.get('summary-standalone')?.[0];
     expect(fork?.miss).toBeUndefined();
     expect(fork?.usage?.cacheRead).toBeGreaterThan((fork?.usage?.inputTotal ?? 0) * 0.95);
@@ -149,13 +150,19 @@ describe('cacheward report names every cause', () => {
     expect(result.sessions.map((s) => s.session).sort()).toEqual([
       'classifier',
       'main',
-      'review-fork',
-      'summary-fork',
       'summary-standalone',
     ]);
     expect(result.sessions.find((s) => s.session === 'main')?.concurrent).toBe(1);
-    // The main line is never its own fork, even when a sibling shares one more block with it.
-    expect(result.sessions.find((s) => s.session === 'main')?.forks).toBe(0);
+    // The review and summary forks (under the main line's label) are its forks; no main-line request is
+    // one, even when a sibling shares one more block with it.
+    expect(result.sessions.find((s) => s.session === 'main')?.forks).toBe(2);
+    const forks = stepRows()
+      .filter((s) => s.row?.fork)
+      .map((s) => s.label);
+    expect(forks.sort()).toEqual([
+      'a review fork with a wider tools[]',
+      'a summary fork that reuses the parent prefix',
+    ]);
   });
 });
 
@@ -163,7 +170,7 @@ describe('report output', () => {
   it('prints a summary and the costliest misses, one line each', async () => {
     const r = await cli(['report', run.dir, '--misses', '20']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^cacheward report: 5 sessions, \d+ requests/);
+    expect(r.stdout).toMatch(/^cacheward report: 3 sessions, \d+ requests/);
     expect(r.stdout).toMatch(/hit rate [\d.]+% \(token-weighted/);
     expect(r.stdout).toMatch(/costliest misses \(13 in all\):/);
     expect(r.stdout).toMatch(

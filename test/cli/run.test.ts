@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -20,14 +20,28 @@ interface Ran {
   stderr: string;
 }
 
-/** Runs the built `cacheward` with pipes (stdin not a terminal), optionally acting on it once it prints `ready`. */
-function cacheward(args: string[], onReady?: (child: ChildProcess) => void): Promise<Ran> {
+/**
+ * Runs the built `cacheward` with pipes (stdin not a terminal), optionally acting on it once it prints
+ * `ready`; `extra` adds to its environment, `cwd` is where it runs.
+ */
+function cacheward(
+  args: string[],
+  onReady?: (child: ChildProcess) => void,
+  extra: { env?: Record<string, string>; cwd?: string; closeStdin?: boolean } = {},
+): Promise<Ran> {
   expect(existsSync(bin), 'dist/ is built by `npm test` (tsup) before vitest runs').toBe(true);
   return new Promise((resolve) => {
     const env = { ...process.env };
     for (const k of ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'OPENAI_API_KEY', 'CODEX_API_KEY'])
       delete env[k];
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env });
+    Object.assign(env, extra.env ?? {});
+    const child = spawn(process.execPath, [bin, ...args], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env,
+      ...(extra.cwd ? { cwd: extra.cwd } : {}),
+    });
+    // Codex reads a piped stdin to its end before it starts: give it one that has ended.
+    if (extra.closeStdin) child.stdin.end();
     let stdout = '';
     let stderr = '';
     let ready = false;
@@ -139,7 +153,10 @@ describe('cacheward run', () => {
       "process.kill(process.pid, 'SIGKILL')",
     ]);
     expect(r.code).toBe(128 + 9);
-    expect(r.stderr).toContain('no request went through the proxy');
+    // It sent nothing at all: said as such (not that it used the wrong variables).
+    expect(r.stderr).toContain(
+      'cacheward run: node sent nothing: no request reached the proxy, and none tried to leave this machine',
+    );
   }, 30_000);
 
   it('says in one line when the command does not exist, and exits 2', async () => {
@@ -161,11 +178,89 @@ describe('cacheward run', () => {
   });
 });
 
+describe('cacheward run --sim keeps the agent offline', () => {
+  const root = join(import.meta.dirname, '../..');
+  // The real Codex, the project's devDependency, as `npx` finds it (no install, no network).
+  const npxCodex = ['npx', '--prefix', root, '--no-install', 'codex'];
+  const refusedLine = (stderr: string) => stderr.split('\n').find((l) => l.includes('refused what'));
+
+  it('Codex behind npx answers from the simulator, and nothing it sends leaves loopback', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'cacheward-run-npx-codex-'));
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-run-npx-'));
+    const r = await cacheward(
+      ['run', '--sim', '--dir', dir, '--', ...npxCodex, 'exec', '--skip-git-repo-check', 'say hi'],
+      undefined,
+      // A real-looking key in cacheward's own environment: the agent gets the placeholder instead.
+      { cwd, env: { OPENAI_API_KEY: 'sk-proj-this-must-not-reach-the-agent' }, closeStdin: true },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('Simulated reply');
+    // Every model request reached the simulator through the proxy. Whatever else Codex opens (its update
+    // and feature checks: github.com, chatgpt.com) went to the loopback guard and was refused, listed by host.
+    const n = /cacheward run: (\d+) requests? in/.exec(r.stderr);
+    expect(Number(n?.[1]), r.stderr).toBeGreaterThan(0);
+    expect(refusedLine(r.stderr) ?? '').not.toContain('api.openai.com');
+    const files = fullReport(r.stderr).slice(2);
+    const result = await analyzePaths(files, { prices: new PriceTable() });
+    expect(result.totals.requests).toBe(Number(n?.[1]));
+    for await (const x of readCaptures(files, { bodies: false })) expect(x.record.provider).toBe('openai');
+  }, 120_000);
+
+  it('Codex behind a wrapper script is redirected too (its CODEX_HOME), with no argument to find', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'cacheward-run-wrapper-'));
+    const wrapper = join(cwd, 'my-agent.sh');
+    writeFileSync(wrapper, `#!/bin/sh\nexec ${npxCodex.join(' ')} "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    const r = await cacheward(
+      [
+        'run',
+        '--sim',
+        '--capture',
+        'hashes',
+        '--dir',
+        cwd,
+        '--',
+        wrapper,
+        'exec',
+        '--skip-git-repo-check',
+        'hi',
+      ],
+      undefined,
+      { cwd, closeStdin: true },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('Simulated reply');
+    expect(Number(/cacheward run: (\d+) requests? in/.exec(r.stderr)?.[1]), r.stderr).toBeGreaterThan(0);
+    expect(refusedLine(r.stderr) ?? '').not.toContain('api.openai.com');
+  }, 120_000);
+
+  it('refuses, with a message, what an agent tries to send past the proxy, and says where it tried to go', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-run-leak-'));
+    // A client that honours HTTPS_PROXY but not the base URLs: a CONNECT to the real API through it.
+    const leak = `
+      const http = require('node:http');
+      const p = new URL(process.env.HTTPS_PROXY);
+      const req = http.request({ host: p.hostname, port: p.port, method: 'CONNECT', path: 'api.openai.com:443' });
+      req.on('connect', (res, socket, head) => {
+        let body = String(head);
+        socket.on('data', (d) => { body += d; });
+        socket.on('end', () => { console.log('status ' + res.statusCode + ' ' + body.trim()); });
+      });
+      req.end();`;
+    const r = await cacheward(['run', '--sim', '--dir', dir, '--', 'node', '-e', leak]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^status 403 cacheward run --sim: refused; the agent runs offline/m);
+    expect(refusedLine(r.stderr)).toContain('api.openai.com:443');
+    expect(r.stderr).toContain('cacheward run: no request reached the proxy');
+  }, 30_000);
+});
+
 describe('the environment and arguments the agent gets', () => {
   const url = 'http://127.0.0.1:5000';
 
-  it('points both SDKs at the proxy, and under --sim gives placeholder keys only where there are none', () => {
-    const sim = agentEnv({ PATH: '/bin' }, url, true);
+  it('points both SDKs at the proxy; under --sim placeholder keys replace real ones, the rest goes to the guard', () => {
+    const offline = { guardUrl: 'http://127.0.0.1:6000', codexHome: '/tmp/codex-home' };
+    const sim = agentEnv({ PATH: '/bin' }, url, offline);
     expect(sim).toMatchObject({
       ANTHROPIC_BASE_URL: url,
       OPENAI_BASE_URL: `${url}/v1`,
@@ -173,15 +268,30 @@ describe('the environment and arguments the agent gets', () => {
       ANTHROPIC_API_KEY: SIM_ANTHROPIC_KEY,
       OPENAI_API_KEY: SIM_OPENAI_KEY,
       CODEX_API_KEY: SIM_OPENAI_KEY,
+      CODEX_HOME: '/tmp/codex-home',
+      HTTPS_PROXY: offline.guardUrl,
+      HTTP_PROXY: offline.guardUrl,
+      ALL_PROXY: offline.guardUrl,
+      https_proxy: offline.guardUrl,
+      NO_PROXY: '127.0.0.1,localhost,::1',
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
       PATH: '/bin',
     });
-    const own = agentEnv({ ANTHROPIC_AUTH_TOKEN: 'oauth', OPENAI_API_KEY: 'mine' }, url, true);
-    expect(own.ANTHROPIC_API_KEY).toBeUndefined();
-    expect(own.OPENAI_API_KEY).toBe('mine');
-    expect(own.CODEX_API_KEY).toBe('mine');
-    const real = agentEnv({}, url, false);
+    // A real key in the environment never reaches an offline agent.
+    const own = agentEnv(
+      { ANTHROPIC_AUTH_TOKEN: 'oauth', OPENAI_API_KEY: 'sk-real', CODEX_HOME: '/home/me/.codex' },
+      url,
+      offline,
+    );
+    expect(own.ANTHROPIC_AUTH_TOKEN).toBeUndefined();
+    expect(own.ANTHROPIC_API_KEY).toBe(SIM_ANTHROPIC_KEY);
+    expect(own.OPENAI_API_KEY).toBe(SIM_OPENAI_KEY);
+    expect(own.CODEX_API_KEY).toBe(SIM_OPENAI_KEY);
+    expect(own.CODEX_HOME).toBe('/tmp/codex-home');
+    const real = agentEnv({ OPENAI_API_KEY: 'sk-real' }, url, false);
+    expect(real.OPENAI_API_KEY).toBe('sk-real');
     expect(real.ANTHROPIC_API_KEY).toBeUndefined();
+    expect(real.HTTPS_PROXY).toBeUndefined();
     expect(real.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBeUndefined();
   });
 
@@ -206,5 +316,30 @@ describe('the environment and arguments the agent gets', () => {
     ]);
     expect(agentArgs('claude', ['-p', 'hi'], url)).toEqual(['-p', 'hi']);
     expect(agentArgs('node', ['agent.mjs', 'codex'], url)).toEqual(['agent.mjs', 'codex']);
+    // Through a launcher: the override goes right after Codex's name, the launcher's options before it.
+    const o = ['-c', `openai_base_url="${url}/v1"`];
+    expect(agentArgs('npx', ['codex', 'exec', 'hi'], url)).toEqual(['codex', ...o, 'exec', 'hi']);
+    expect(agentArgs('npx', ['--no-install', 'codex', 'exec'], url)).toEqual([
+      '--no-install',
+      'codex',
+      ...o,
+      'exec',
+    ]);
+    expect(agentArgs('/usr/bin/npx', ['-y', '@openai/codex@0.171.0', 'exec'], url)).toEqual([
+      '-y',
+      '@openai/codex@0.171.0',
+      ...o,
+      'exec',
+    ]);
+    expect(agentArgs('pnpm', ['dlx', '@openai/codex', 'exec'], url)).toEqual([
+      'dlx',
+      '@openai/codex',
+      ...o,
+      'exec',
+    ]);
+    expect(agentArgs('bunx', ['codex', 'exec'], url)).toEqual(['codex', ...o, 'exec']);
+    // Not Codex's name where a launcher runs its command: left alone (under --sim its CODEX_HOME still holds).
+    expect(agentArgs('npx', ['tsx', 'codex.ts'], url)).toEqual(['tsx', 'codex.ts']);
+    expect(agentArgs('./run-codex.sh', ['exec', 'hi'], url)).toEqual(['exec', 'hi']);
   });
 });

@@ -127,7 +127,8 @@ describe('Claude Code through the forward proxy', async () => {
       expect(forward.env.HTTPS_PROXY).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(readFileSync(forward.env.NODE_EXTRA_CA_CERTS as string, 'utf8')).toMatch(/BEGIN CERTIFICATE/);
       expect(base.env.ANTHROPIC_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      expect(base.env.HTTPS_PROXY).toBeUndefined();
+      // In base-URL mode HTTPS_PROXY is --sim's egress guard (it refuses what leaves the base URL), not the proxy.
+      expect(base.env.HTTPS_PROXY).not.toBe(base.env.ANTHROPIC_BASE_URL);
       expect(forward.stderr).toMatch(/transport: forward proxy/);
       expect(base.stderr).toMatch(/transport: base URL/);
       // The test client's bytes came back through the tunnel unchanged.

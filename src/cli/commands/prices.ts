@@ -16,8 +16,10 @@ Prices: built in for the Anthropic models, each row dated and sourced (\`cachewa
    "input": N, "write5m": N, "write1h": N, "read": N, "output": N,
    "date": "YYYY-MM-DD", "source"?: "<where the figures come from>"}
 with every price in US dollars per million tokens. "model" matches an id and its dated variants
-(claude-opus-5 matches claude-opus-5-20261101); the longest match wins, and file rows win over built-in
-ones. OpenAI cache writes (GPT-5.6+) are priced at write5m. \`cacheward prices --example\` prints a file.`;
+(claude-opus-5 matches claude-opus-5-20261101, not claude-opus-5-5), and file rows win over built-in
+ones. A Claude model with no row of its own is priced from the nearest row of its family and major
+version at or below it (claude-opus-5-5 as claude-opus-5), and the report says so; any other model is
+not priced. OpenAI cache writes (GPT-5.6+) are priced at write5m. \`cacheward prices --example\` prints a file.`;
 
 /** An example price file: one real built-in row (as an override) and one OpenAI row of placeholders. */
 export function examplePriceFile(): PriceRow[] {

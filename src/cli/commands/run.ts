@@ -9,6 +9,7 @@ import type { CachewardProxy } from '../../proxy/create-proxy.js';
 import { analyzePaths } from '../../report/analyze-paths.js';
 import { loadPriceFile } from '../../report/price-file.js';
 import { createSimulator, type Simulator } from '../../sim/simulator.js';
+import { type EgressAttempt, type EgressGuard, guardedEnv, startEgressGuard } from '../egress-guard.js';
 import { type CliIO, styles } from '../io.js';
 import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-options.js';
 import { InputError } from '../read-request-file.js';
@@ -16,6 +17,7 @@ import { runCaptureFiles } from '../run-captures.js';
 import { runChild } from '../run-child.js';
 import { agentKind, forwardEnv, modePhrase, runMode, transportLine } from '../run-mode.js';
 import { runSummary } from '../run-summary.js';
+import { createSimCodexHome, type SimCodexHome } from '../sim-codex-home.js';
 import { loadReplyScript } from '../sim-options.js';
 
 interface RunOptions extends ProxyCliOptions {
@@ -30,38 +32,72 @@ interface RunOptions extends ProxyCliOptions {
 export const SIM_ANTHROPIC_KEY = 'cacheward-sim-offline-not-a-real-key';
 export const SIM_OPENAI_KEY = 'sk-cacheward-sim-offline-not-a-real-key';
 
-/** The environment the agent runs with: both SDK base URLs on the proxy, and under --sim keys it can use. */
-export function agentEnv(base: NodeJS.ProcessEnv, proxyUrl: string, sim: boolean): NodeJS.ProcessEnv {
+/** What `--sim` adds to the agent's environment: the egress guard's URL and the CODEX_HOME it made. */
+export interface SimEnv {
+  guardUrl: string;
+  codexHome: string;
+}
+
+/**
+ * The environment the agent runs with: both SDK base URLs on the proxy. Under --sim (`offline`) also
+ * placeholder keys in place of any real ones (the simulator takes any key, and a real one has nowhere to
+ * go offline), a CODEX_HOME whose config points Codex at the proxy, and HTTP(S)_PROXY on the egress
+ * guard, so whatever ignores the base URLs is refused rather than sent.
+ */
+export function agentEnv(
+  base: NodeJS.ProcessEnv,
+  proxyUrl: string,
+  offline: SimEnv | false,
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...base,
-    // Claude Code and @anthropic-ai/sdk read ANTHROPIC_BASE_URL; the openai SDK and Codex read OPENAI_BASE_URL.
+    // Claude Code and @anthropic-ai/sdk read ANTHROPIC_BASE_URL; the openai SDK reads OPENAI_BASE_URL.
     ANTHROPIC_BASE_URL: proxyUrl,
     OPENAI_BASE_URL: `${proxyUrl}/v1`,
     CACHEWARD_PROXY_URL: proxyUrl,
   };
-  if (sim) {
-    if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_AUTH_TOKEN) env.ANTHROPIC_API_KEY = SIM_ANTHROPIC_KEY;
-    if (!env.OPENAI_API_KEY) env.OPENAI_API_KEY = SIM_OPENAI_KEY;
+  if (offline) {
+    delete env.ANTHROPIC_AUTH_TOKEN;
+    env.ANTHROPIC_API_KEY = SIM_ANTHROPIC_KEY;
+    env.OPENAI_API_KEY = SIM_OPENAI_KEY;
     // `codex exec` takes its key from CODEX_API_KEY.
-    if (!env.CODEX_API_KEY) env.CODEX_API_KEY = env.OPENAI_API_KEY;
+    env.CODEX_API_KEY = SIM_OPENAI_KEY;
+    env.CODEX_HOME = offline.codexHome;
+    Object.assign(env, guardedEnv(offline.guardUrl));
     // Offline: Claude Code's telemetry, update checks and error reports have nowhere to go.
     env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC ??= '1';
   }
   return env;
 }
 
+/** `codex`, `…/codex.js`, `@openai/codex`, `@openai/codex@0.171.0`: Codex, by its name or its package's. */
+function isCodex(p: string | undefined): boolean {
+  if (!p) return false;
+  if (/^@openai\/codex(@[^/\s]+)?$/.test(p)) return true;
+  return basename(p).replace(/\.(c?js|mjs|exe|cmd)$/, '') === 'codex';
+}
+
+/** Commands that run another one named among their arguments: node, npx, pnpm dlx, yarn dlx, bunx, npm exec. */
+const LAUNCHERS = /^(node|nodejs|npx|pnpx|pnpm|yarn|bunx|bun|npm)(\.exe|\.cmd)?$/;
+
 /**
  * The agent's arguments. Codex ignores OPENAI_BASE_URL for its built-in provider (0.171 looks up
- * api.openai.com regardless), so a codex command, run directly or as `node …/codex.js`, also gets the
- * proxy as a `-c openai_base_url=…` override, unless it sets one itself.
+ * api.openai.com regardless), so a codex command, run directly or through a launcher (`node …/codex.js`,
+ * `npx codex`, `npx @openai/codex@0.171.0`, `pnpm dlx`, `bunx`), also gets the proxy as a
+ * `-c openai_base_url=…` override after its name, unless it sets one itself. (Under --sim its CODEX_HOME
+ * says the same, for a Codex started any other way, a wrapper script say.)
  */
 export function agentArgs(command: string, args: readonly string[], proxyUrl: string): string[] {
-  const isCodex = (p: string | undefined) =>
-    !!p && basename(p).replace(/\.(c?js|mjs|exe|cmd)$/, '') === 'codex';
-  const viaNode = /^(node|nodejs)(\.exe)?$/.test(basename(command)) && isCodex(args[0]);
-  if ((!isCodex(command) && !viaNode) || args.some((a) => a.includes('openai_base_url'))) return [...args];
+  if (args.some((a) => a.includes('openai_base_url'))) return [...args];
   const override = ['-c', `openai_base_url="${proxyUrl}/v1"`];
-  return viaNode ? [args[0] as string, ...override, ...args.slice(1)] : [...override, ...args];
+  if (isCodex(command)) return [...override, ...args];
+  if (!LAUNCHERS.test(basename(command))) return [...args];
+  // The first argument that is no option of the launcher's and names Codex (options come before it).
+  const at = args.findIndex((a) => !a.startsWith('-') && isCodex(a));
+  const before = args.slice(0, Math.max(0, at));
+  const plain = before.every((a) => a.startsWith('-') || a === 'dlx' || a === 'exec' || a === 'x');
+  if (at < 0 || !plain) return [...args];
+  return [...args.slice(0, at + 1), ...override, ...args.slice(at + 1)];
 }
 
 export function registerRun(program: Command, io: CliIO, setExit: (code: number) => void): void {
@@ -87,8 +123,13 @@ Claude Code runs through the forward proxy: HTTPS_PROXY=<proxy> and NODE_EXTRA_C
 (cacheward ca), its base URL untouched (--base-url for the old way). Any other agent runs with
 ANTHROPIC_BASE_URL=<proxy> and OPENAI_BASE_URL=<proxy>/v1 (--forward for the forward proxy) and
 CACHEWARD_PROXY_URL=<proxy>; codex, which ignores OPENAI_BASE_URL, also gets -c openai_base_url=<proxy>/v1
-and uses its Responses WebSocket through it. With --sim, an agent without keys gets placeholder ANTHROPIC_API_KEY,
-OPENAI_API_KEY and CODEX_API_KEY, and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1. stdio is the agent's;
+when it is the command or is named after a launcher (node, npx, pnpm dlx, bunx), and uses its Responses
+WebSocket through it. With --sim nothing it sends leaves this machine: placeholder ANTHROPIC_API_KEY, OPENAI_API_KEY and
+CODEX_API_KEY in place of any real ones, a fresh CODEX_HOME whose config.toml points Codex at the proxy
+(however it is started: npx, a path, a wrapper script), HTTP_PROXY/HTTPS_PROXY/ALL_PROXY on a loopback
+guard that refuses every connection with a message (the summary lists them; NO_PROXY keeps loopback
+direct; in forward mode the forward proxy itself tunnels loopback only), and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1. A client that ignores both its base URL and the
+proxy variables is not contained by its environment. stdio is the agent's;
 cacheward writes only to stderr. SIGTERM, SIGHUP and SIGUSR2 are passed on; SIGINT and SIGQUIT too
 unless stdin is a terminal (Ctrl-C reaches the agent directly). The exit code is the agent's (128 + N
 when signal N ended it).
@@ -118,11 +159,15 @@ when signal N ended it).
 
       let sim: Simulator | undefined;
       let proxy: CachewardProxy | undefined;
+      let guard: EgressGuard | undefined;
+      let codexHome: SimCodexHome | undefined;
       let cleanup = () => {};
       const stop = async () => {
         cleanup();
         await proxy?.close();
         await sim?.close();
+        await guard?.close();
+        await codexHome?.remove();
       };
       try {
         let upstream: string | undefined;
@@ -142,8 +187,14 @@ when signal N ended it).
         });
         const h = proxy.health();
         const url = proxy.url;
-        let env = agentEnv(process.env, url, !!sim);
+        if (sim) {
+          guard = await startEgressGuard();
+          codexHome = await createSimCodexHome(url);
+        }
+        const offline = guard && codexHome ? { guardUrl: guard.url, codexHome: codexHome.dir } : false;
+        let env = agentEnv(process.env, url, offline);
         if (mode === 'forward' && h.forward) {
+          // The forward proxy takes HTTPS_PROXY over from the egress guard: under --sim it tunnels loopback only.
           const f = forwardEnv(env, process.env, url, h.forward.ca, h.forward.openHosts);
           ({ env, cleanup } = f);
           for (const note of f.notes) io.err(s.yellow(`cacheward run: ${note}`));
@@ -152,10 +203,11 @@ when signal N ended it).
         const exit = await runChild(cmd, childArgs, env, () =>
           io.err(
             s.dim(
-              `cacheward run: ${basename(cmd)} through ${url}, ${modePhrase(agent, mode)} → ${sim ? 'the simulator (offline)' : `${h.upstreams.anthropic}, ${h.upstreams.openai}`}; capture ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}${h.fixes.length ? `; fixes ${h.fixes.join(', ')}` : ''}`,
+              `cacheward run: ${basename(cmd)} through ${url}, ${modePhrase(agent, mode)} → ${sim ? 'the simulator (offline: anything else it connects to is refused)' : `${h.upstreams.anthropic}, ${h.upstreams.openai}`}; capture ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}${h.fixes.length ? `; fixes ${h.fixes.join(', ')}` : ''}`,
             ),
           ),
         );
+        const refused = guard?.attempts() ?? [];
         await stop();
         if (opts.summary) {
           io.err('');
@@ -168,6 +220,7 @@ when signal N ended it).
             opts,
             io,
             transportLine(mode, proxy.health().websockets),
+            sim ? refused : undefined,
           ))
             io.err(line);
         }
@@ -187,7 +240,10 @@ async function loadPrices(file: string) {
   }
 }
 
-/** The summary lines, from the analyzer run over this run's capture files only. */
+/**
+ * The summary lines, from the analyzer run over this run's capture files only. `refused` (under --sim):
+ * where the agent tried to go past the proxy, each refused by the egress guard.
+ */
 async function summarize(
   files: string[],
   mode: string,
@@ -197,25 +253,40 @@ async function summarize(
   opts: RunOptions,
   io: CliIO,
   transport: string,
+  refused?: EgressAttempt[],
 ): Promise<string[]> {
   const s = styles(io.color);
   const ended = s.dim(`${cmd} exited with ${code}.`);
-  if (mode === 'off')
-    return [ended, 'cacheward run: capture was off, so there is nothing to summarize (use --capture hashes)'];
-  if (!files.length)
-    return [
-      ended,
+  const out = [ended];
+  if (refused?.length)
+    out.push(
       s.yellow(
-        transport.includes('forward proxy')
-          ? `cacheward run: no request went through the proxy: ${cmd} did not use HTTPS_PROXY, or did not trust the local CA (cacheward ca)`
-          : `cacheward run: no request went through the proxy: ${cmd} did not use ANTHROPIC_BASE_URL or OPENAI_BASE_URL`,
+        `cacheward run: refused what ${basename(cmd)} tried to send past the proxy (--sim is offline): ${refused.map((a) => `${a.target}${a.count > 1 ? ` ×${a.count}` : ''}`).join(', ')}`,
+      ),
+    );
+  if (mode === 'off')
+    return [
+      ...out,
+      'cacheward run: capture was off, so there is nothing to summarize (use --capture hashes)',
+    ];
+  if (!files.length) {
+    if (refused?.length) return [...out, s.yellow('cacheward run: no request reached the proxy')];
+    return [
+      ...out,
+      s.yellow(
+        refused
+          ? `cacheward run: ${basename(cmd)} sent nothing: no request reached the proxy, and none tried to leave this machine`
+          : transport.includes('forward proxy')
+            ? `cacheward run: no request reached the proxy: ${basename(cmd)} sent nothing through HTTPS_PROXY, or did not trust the local CA (cacheward ca)`
+            : `cacheward run: no request reached the proxy: ${basename(cmd)} sent nothing to ANTHROPIC_BASE_URL or OPENAI_BASE_URL`,
       ),
     ];
+  }
   const result = await analyzePaths(files, {
     prices: table,
     keepRequests: false,
     onWarning: (w) => io.err(`cacheward: warning: ${w}`),
   });
   const command = ['cacheward', 'report', ...files, ...(opts.prices ? ['--prices', opts.prices] : [])];
-  return [ended, ...runSummary(result, command, s, 3, transport)];
+  return [...out, ...runSummary(result, command, s, 3, transport)];
 }

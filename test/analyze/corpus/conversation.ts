@@ -23,8 +23,8 @@ export type UserPart = { text: string } | { image: string };
 /** What the conversation holds, in order. A request always ends with a user message or a tool result. */
 export type Item =
   | { kind: 'user'; parts: UserPart[] }
-  | { kind: 'assistant'; text: string }
-  | { kind: 'call'; id: string; name: string; input: Json; text: string }
+  | { kind: 'assistant'; text: string; thinking?: string }
+  | { kind: 'call'; id: string; name: string; input: Json; text: string; thinking?: string }
   | { kind: 'result'; id: string; output: string };
 
 export interface Conversation {
@@ -41,6 +41,11 @@ export interface Conversation {
   style: Style;
   /** Anthropic: the moving breakpoint is a top-level `cache_control` (automatic caching), not a marker. */
   automatic: boolean;
+  /**
+   * Anthropic: the replies' thinking blocks are left out of the request (as a client does when it resumes
+   * a session on another model: the older thinking is dropped, every other block is resent as it was).
+   */
+  dropThinking?: boolean;
   /** Claude Code: a subagent's billing line and system message differ from the main line's. */
   subagent?: boolean;
   /** Claude Code's date reminder and agents list, Codex's skills, environment and AGENTS.md context. */
@@ -126,9 +131,11 @@ function renderAnthropic(c: Conversation): Json {
             : { type: 'image', source: { type: 'base64', media_type: 'image/png', data: p.image } },
         ),
       );
-    else if (it.kind === 'assistant') push('assistant', [{ type: 'text', text: it.text }]);
+    else if (it.kind === 'assistant')
+      push('assistant', [...thinkingBlock(c, it), { type: 'text', text: it.text }]);
     else if (it.kind === 'call')
       push('assistant', [
+        ...thinkingBlock(c, it),
         { type: 'text', text: it.text },
         { type: 'tool_use', id: it.id, name: it.name, input: it.input },
       ]);
@@ -166,6 +173,12 @@ function renderAnthropic(c: Conversation): Json {
     messages,
     ...c.fields,
   };
+}
+
+/** A reply's thinking block as the client sends it back (none once the client dropped them). */
+function thinkingBlock(c: Conversation, it: { thinking?: string }): Json[] {
+  if (it.thinking === undefined || c.dropThinking) return [];
+  return [{ type: 'thinking', thinking: it.thinking, signature: 'c2lnbmVk' }];
 }
 
 const marker = (ttl: '5m' | '1h') =>

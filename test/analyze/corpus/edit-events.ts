@@ -23,10 +23,9 @@ const tools = () => 'tools_changed' as const;
 const params = () => 'params_changed' as const;
 /**
  * The system prompt is `system` (Anthropic) or `instructions` (Responses); in Chat, and in Codex's input, it
- * is the leading developer message: an edit of message 0.
+ * is the leading developer message. Each is the system level: an edit of it is `system_changed`.
  */
-const system = (spec: SessionSpec): BustCause =>
-  spec.format === 'chat' || spec.style === 'codex' ? 'messages_edited' : 'system_changed';
+const system = (_spec: SessionSpec): BustCause => 'system_changed';
 
 export const toolEvents: EventDef[] = [
   edit('tool_added', always, tools, (s) => {

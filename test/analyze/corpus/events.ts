@@ -5,6 +5,7 @@ import { chainEvents } from './chain-events.js';
 import { messageEvents, paramEvents, resumeEvent, systemEvents, toolEvents } from './edit-events.js';
 import { always, type EventDef, linear, session } from './event-shapes.js';
 import { forkEvents } from './line-events.js';
+import { lineageEvents } from './lineage-events.js';
 import { concurrencyEvents, timeEvents } from './time-events.js';
 import { wireEvents } from './wire-events.js';
 
@@ -27,4 +28,5 @@ export const EVENTS: readonly EventDef[] = [
   ...wireEvents,
   ...chainEvents,
   resumeEvent,
+  ...lineageEvents,
 ];

@@ -57,11 +57,15 @@ function forkSession(spec: SessionSpec, event: string, kind: 'review' | 'summary
     delete fork.fields.prompt_cache_key;
     Object.assign(fork.fields, o.fields);
   }
-  const sendFork = () =>
-    s.send(
-      { expect: kind === 'review' ? 'fork_diverged' : null, injected: true, line: 'fork' },
-      { conv: fork, headers },
-    );
+  // Under a label of its own it is never a fork of the parent's session (when that has a label): a
+  // conversation of its own, whose first request is a cold start (warm from the parent's session where it
+  // read the parent's cache).
+  const parentLabelled = (s.o.style ?? 'plain') !== 'plain' || s.o.label !== 'none';
+  const truth =
+    own && parentLabelled
+      ? ({ expect: 'cold_start', injected: true, line: 'main' } as const)
+      : ({ expect: kind === 'review' ? 'fork_diverged' : null, injected: true, line: 'fork' } as const);
+  const sendFork = () => s.send(truth, { conv: fork, headers });
   // The fork goes out before the main line's next turn, after it, or at the same time.
   const order = s.w.int(3);
   if (order === 0) sendFork();
@@ -71,11 +75,7 @@ function forkSession(spec: SessionSpec, event: string, kind: 'review' | 'summary
   );
   s.send({ expect: null }, order === 2 ? { stallMs: STALL } : {});
   if (order === 1) sendFork();
-  if (order === 2)
-    s.send(
-      { expect: kind === 'review' ? 'fork_diverged' : null, injected: true, line: 'fork' },
-      { conv: fork, headers, parallelWithPrevious: true },
-    );
+  if (order === 2) s.send(truth, { conv: fork, headers, parallelWithPrevious: true });
   for (let t = 0; t < 2; t++) {
     s.step();
     s.send({ expect: null });

@@ -109,6 +109,8 @@ export class Session {
   readonly headers: Record<string, string> = {};
   private calls = 0;
   readonly stream: boolean;
+  /** The replies come with thinking (Anthropic: a thinking block before the text). */
+  thinking = false;
 
   constructor(readonly o: SessionOptions) {
     this.w = new Words(o.seed);
@@ -141,14 +143,23 @@ export class Session {
     if (kind === 'tool') {
       const id = `call_${this.o.seed}_${++this.calls}`;
       const name = this.conv.tools[this.w.int(this.conv.tools.length)]?.name ?? 'Read';
+      const thought = this.thinking ? { thinking: this.w.sentence() } : {};
       this.conv.items.push(
-        { kind: 'call', id, name, input: { path: `src/m${this.calls}.ts` }, text: this.w.sentence() },
+        {
+          kind: 'call',
+          id,
+          name,
+          input: { path: `src/m${this.calls}.ts` },
+          text: this.w.sentence(),
+          ...thought,
+        },
         { kind: 'result', id, output: this.w.code(lines) },
       );
     } else {
       const paste = lines > 12 ? `\n${this.w.code(lines)}` : '';
+      const thought = this.thinking ? { thinking: this.w.sentence() } : {};
       this.conv.items.push(
-        { kind: 'assistant', text: this.w.paragraph(2) },
+        { kind: 'assistant', text: this.w.paragraph(2), ...thought },
         { kind: 'user', parts: [{ text: `${this.w.paragraph(2)}${paste}` }] },
       );
     }
