@@ -31,6 +31,15 @@ export function messageShape(req: Pick<FixRequest, 'prefix'>): {
   };
 }
 
+/** The role of message `k`, from the scan (no parse); undefined past the end or when it has none. */
+export function roleAt(req: Pick<FixRequest, 'prefix'>, k: number): string | undefined {
+  const { root, bytes } = req.prefix.body;
+  const node = root.members.get('messages');
+  const item = node?.type === 'array' ? node.items[k] : undefined;
+  const role = item?.type === 'object' ? item.members.get('role') : undefined;
+  return role?.type === 'leaf' && role.first === 0x22 ? decodeKey(bytes, role.start, role.end) : undefined;
+}
+
 /** The blocks of a message (a string content is one text block). */
 export function blocksOf(m: Message): Json[] {
   return typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content.filter(isObj);

@@ -9,6 +9,7 @@ import { decodeStringAt, parseSpan, type ScanNode, scanJson } from '../wire/json
 import {
   type Json,
   messageShape,
+  roleAt,
   sameDefinition,
   TOOL_CHANGES_BETA,
   withBeta,
@@ -167,12 +168,14 @@ export const toolsFreeze: Fix<FreezeState> = {
       }
     }
     // The forwarded request: frozen tools, the placeholder, the deferred additions; announcements in place.
-    let rendered = render(next, messages.count);
+    const role = (k: number) => roleAt(req, k);
+    let rendered = render(next, messages.count, role);
     if (!rendered) {
-      // Announcements past the end of this request's history (it was cut short: a compaction, a fork
-      // from an earlier turn) cannot be placed: re-freeze what this request sends.
-      freeze('the history is shorter than the announcements: re-froze the tools sent');
-      rendered = render(next, messages.count) as Rendered;
+      // An announcement with no place in this request's history (it was cut short: a compaction, a fork
+      // from an earlier turn; or reshaped, so the message before it is no longer a user turn) would make the
+      // request invalid: re-freeze what this request sends (the miss it has without the fix, no more).
+      freeze('an announcement has no valid place in this history any more: re-froze the tools sent');
+      rendered = render(next, messages.count, role) as Rendered;
     }
     // Re-frozen on a request without tools: nothing to forward but the client's bytes.
     if (!next.frozen) return { state: next, notes };
@@ -250,16 +253,33 @@ interface Rendered {
 }
 
 /** The insertions to forward for a state; undefined when an announcement falls past the history. */
-function render(state: FreezeState, messageCount: number): Rendered | undefined {
+function render(
+  state: FreezeState,
+  messageCount: number,
+  roleOf: (k: number) => string | undefined,
+): Rendered | undefined {
   const insert: Rendered['insert'] = [];
   const changes: DeclaredChange[] = [];
   const order = [...state.announcements].sort((a, b) => a.at - b.at);
   for (const a of order) {
-    if (a.at > messageCount) return undefined;
+    if (a.at > messageCount || !placeable(a.at, messageCount, roleOf)) return undefined;
     changes.push({ kind: 'insert-message', index: a.at + insert.length });
     insert.push({ before: a.at, message: { role: 'system', content: a.blocks } });
   }
   return { insert, changes };
+}
+
+/**
+ * Whether a system message fits before client message `at` (the API's placement rule for mid-conversation
+ * system messages): after a user turn or a system section the client sent, and before an assistant turn, a
+ * system message, or the end.
+ */
+function placeable(at: number, messageCount: number, roleOf: (k: number) => string | undefined): boolean {
+  const before = at > 0 ? roleOf(at - 1) : undefined;
+  if (before !== 'user' && before !== 'system') return false;
+  if (at === messageCount) return true;
+  const after = roleOf(at);
+  return after === 'assistant' || after === 'system';
 }
 
 /** A tool's name as the fix compares it (`String(name)`; '' when it has none). */

@@ -117,4 +117,37 @@ describe('tools-freeze changes, and what it forwards is accepted', () => {
     );
     expect(out.violation).toBeUndefined();
   });
+
+  it('re-freezes rather than place an announcement where a system message is refused (the history was reshaped)', () => {
+    const turns = (n: number): Json[] =>
+      Array.from({ length: n }, (_, i) => [
+        { role: 'user', content: `turn ${i}` },
+        { role: 'assistant', content: `answer ${i}` },
+      ]).flat();
+    const first = apply(
+      base({ tools: [tool('Read')], messages: [...turns(2), { role: 'user', content: 'go' }] }),
+    );
+    // A tool appears: announced before the request's end, after its last user turn (message 5).
+    const grown = apply(
+      base({
+        tools: [tool('Read'), tool('Added')],
+        messages: [...turns(2), { role: 'user', content: 'go' }],
+      }),
+      first.state,
+    );
+    expect(grown.violation).toBeUndefined();
+    expect(grown.state.announcements.map((a) => a.at)).toEqual([5]);
+    // The client's history comes back reshaped: message 4 is now an assistant turn, and message 5 follows it.
+    const reshaped = [
+      ...turns(2),
+      { role: 'assistant', content: 'an extra answer' },
+      { role: 'user', content: 'again' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'on' },
+    ];
+    const out = apply(base({ tools: [tool('Read'), tool('Added')], messages: reshaped }), grown.state);
+    expect(out.violation).toBeUndefined();
+    expect(out.notes.join(' ')).toMatch(/no valid place/);
+    expect(out.state.announcements).toEqual([]);
+  });
 });
