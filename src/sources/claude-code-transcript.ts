@@ -15,6 +15,7 @@ import {
   type ClaudeCodeCall,
   claudeCodeBody,
   claudeCodeDigest,
+  type DigestCheckpoint,
   type MarkerAt,
   MessageRef,
   RequestShape,
@@ -124,6 +125,7 @@ interface Answer {
 
 /** One user or assistant line on the path from a response back to the start of its conversation. */
 interface ChainNode {
+  uuid: string;
   parent: string | undefined;
   role?: 'user' | 'assistant';
   content?: unknown;
@@ -156,12 +158,16 @@ export class ClaudeCodeTranscript {
   private readonly shapes = new Map<string, RequestShape>();
   private readonly known = new Map<string, MessageRef>();
   private readonly sent = new LruMap<MessageRef[]>(KEPT_BASES);
+  /** Where each recent call's digest stood after its unmarked messages (its successor goes on from there). */
+  private readonly digests = new LruMap<DigestCheckpoint>(KEPT_BASES);
   private readonly calls = new Map<string, Call>();
   /** Responses already handed on: a line of one that comes after another line is not a new response. */
   private readonly done = new LruMap<true>(KEPT_BASES);
   /** Responses whose lines may still be coming (usually one). */
   private open: Answer[] = [];
   private readonly chain = new Map<string, ChainNode>();
+  /** The JSON of the messages the messages-and-usage path sent, by the lines they are made of. */
+  private readonly wire = new LruMap<Buffer>(8_192);
   private run: Run | undefined;
   private session: string | undefined;
   private version = 'unknown';
@@ -345,7 +351,10 @@ export class ClaudeCodeTranscript {
       billing: billingLine(this.version, this.entrypoint, this.isSubagent()),
     };
     call.body = claudeCodeBody(built);
-    call.digestOk = typeof v.requestDigest !== 'string' || claudeCodeDigest(built) === v.requestDigest;
+    const base = typeof v.base === 'string' ? this.digests.get(v.base) : undefined;
+    const { digest, checkpoint } = claudeCodeDigest(built, base);
+    this.digests.set(call.id, checkpoint);
+    call.digestOk = typeof v.requestDigest !== 'string' || digest === v.requestDigest;
     if (!call.digestOk)
       this.options.warn(
         n,
@@ -483,8 +492,18 @@ export class ClaudeCodeTranscript {
     const marker = this.ttl === '1h' ? { type: 'ephemeral', ttl: '1h' } : { type: 'ephemeral' };
     const scope = `${this.session ?? 'unknown'}/${this.options.agentId ?? (this.sidechain ? 'sidechain' : 'main')}`;
     const last = messages.length - 1;
-    const parts = messages.map((m, i) => {
-      if (i !== last) return JSON.stringify(m);
+    const parts: Buffer[] = [Buffer.from(`{"model":${JSON.stringify(a.model ?? 'unknown')},"messages":[`)];
+    messages.forEach(({ value: m, key }, i) => {
+      if (i > 0) parts.push(COMMA);
+      if (i !== last) {
+        let bytes = this.wire.get(key);
+        if (!bytes) {
+          bytes = Buffer.from(JSON.stringify(m));
+          this.wire.set(key, bytes);
+        }
+        parts.push(bytes);
+        return;
+      }
       const content = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
       const blocks = Array.isArray(content) ? content.slice() : [];
       // The marker on the last block that can carry one, as Claude Code places it.
@@ -495,11 +514,10 @@ export class ClaudeCodeTranscript {
           break;
         }
       }
-      return JSON.stringify({ ...m, content: blocks });
+      parts.push(Buffer.from(JSON.stringify({ ...m, content: blocks })));
     });
     const model = a.model ?? 'unknown';
-    const opaque = unrecordedBlock(MESSAGES_ONLY, scope, marker);
-    const body = `{"model":${JSON.stringify(model)},"messages":[${parts.join(',')}],"system":[${opaque}],"stream":true}`;
+    parts.push(Buffer.from(`],"system":[${unrecordedBlock(MESSAGES_ONLY, scope, marker)}],"stream":true}`));
     const parent = a.parent ? this.chain.get(a.parent) : undefined;
     const r: SourceRequest = {
       id: a.requestId ?? a.messageId ?? `${scope}:${a.line}`,
@@ -511,7 +529,7 @@ export class ClaudeCodeTranscript {
       betas: [],
       model,
       times: { start: parent?.time ?? a.first, firstByte: a.first, end: a.last },
-      body: Buffer.from(body),
+      body: Buffer.concat(parts),
       usage: a.usage,
       unrecorded: { parts: MESSAGES_ONLY, scope },
       exact: false,
@@ -525,6 +543,7 @@ export class ClaudeCodeTranscript {
   private node(v: Json): void {
     if (typeof v.uuid !== 'string') return;
     const node: ChainNode = {
+      uuid: v.uuid,
       parent: typeof v.parentUuid === 'string' ? v.parentUuid : undefined,
       time: time(v.timestamp),
     };
@@ -537,8 +556,11 @@ export class ClaudeCodeTranscript {
     this.chain.set(v.uuid, node);
   }
 
-  /** The API messages of the conversation up to line `uuid`, grouped as Claude Code groups them. */
-  private messagesBefore(uuid: string | undefined): Json[] {
+  /**
+   * The API messages of the conversation up to line `uuid`, grouped as Claude Code groups them, each with a
+   * key naming the lines it is made of (its JSON is made once).
+   */
+  private messagesBefore(uuid: string | undefined): Array<{ value: Json; key: string }> {
     const nodes: ChainNode[] = [];
     const seen = new Set<string>();
     for (let at = uuid; at !== undefined && !seen.has(at); ) {
@@ -549,16 +571,19 @@ export class ClaudeCodeTranscript {
       at = node.parent;
     }
     nodes.reverse();
-    const out: Json[] = [];
+    const out: Array<{ value: Json; key: string }> = [];
     let prev: ChainNode | undefined;
     for (const node of nodes) {
       const blocks = blocksOf(node.content);
       const last = out[out.length - 1];
       if (last && prev && sameRun(prev, node)) {
         const content =
-          typeof last.content === 'string' ? blocksOf(last.content) : (last.content as unknown[]);
-        last.content = [...content, ...blocks];
-      } else out.push({ role: node.role, content: node.content });
+          typeof last.value.content === 'string'
+            ? blocksOf(last.value.content)
+            : (last.value.content as unknown[]);
+        last.value.content = [...content, ...blocks];
+        last.key += `+${node.uuid}`;
+      } else out.push({ value: { role: node.role, content: node.content }, key: node.uuid });
       prev = node;
     }
     return out;
@@ -594,6 +619,8 @@ export class ClaudeCodeTranscript {
     this.known.set(hash, new MessageRef({ role, content }));
   }
 }
+
+const COMMA = Buffer.from(',');
 
 /** A message content as blocks (a string is one text block). */
 function blocksOf(content: unknown): unknown[] {

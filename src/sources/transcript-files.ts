@@ -1,7 +1,7 @@
 // Finds the agent transcripts below a folder and reads the head of any file to tell what it is and when it
 // starts. A shell (file reads only); it never reads more than a file's first 64 KB and never writes.
 
-import { open, readdir } from 'node:fs/promises';
+import { open, readdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { firstTimestamp, type SourceKind, sourceKind } from './transcript-kind.js';
 
@@ -24,14 +24,38 @@ export async function fileHead(file: string, bytes = HEAD_BYTES): Promise<string
   }
 }
 
+/** What a file's head says: its kind and its first recorded time. */
+interface HeadInfo {
+  kind: SourceKind | undefined;
+  start: number | undefined;
+}
+
+/**
+ * Heads read, by path, size and modification time: a report asks a file's kind when it walks a folder, when
+ * it merges by time and when it reads, and each read of a head is three trips to the file system.
+ */
+const heads = new Map<string, HeadInfo>();
+
+async function headInfo(file: string): Promise<HeadInfo> {
+  const s = await stat(file);
+  const key = `${file}\n${s.size}\n${s.mtimeMs}`;
+  const known = heads.get(key);
+  if (known) return known;
+  const head = await fileHead(file);
+  const info = { kind: sourceKind(head), start: firstTimestamp(head) };
+  if (heads.size >= 100_000) heads.clear();
+  heads.set(key, info);
+  return info;
+}
+
 /** What a file is, from its head: a capture, a Claude Code transcript, a Codex rollout, or none of them. */
 export async function fileKind(file: string): Promise<SourceKind | undefined> {
-  return sourceKind(await fileHead(file));
+  return (await headInfo(file)).kind;
 }
 
 /** When a transcript starts (its first recorded time), for merging sources by time; undefined if it says none. */
 export async function transcriptStart(file: string): Promise<number | undefined> {
-  return firstTimestamp(await fileHead(file));
+  return (await headInfo(file)).start;
 }
 
 /**
