@@ -384,6 +384,8 @@ export class ClaudeCodeTranscript {
       return;
     }
     if (m.model === '<synthetic>' || key === undefined || this.done.get(key)) return;
+    // A response copied from the session this one was forked or resumed from: a call of that session.
+    if (typeof v.requestSessionId === 'string' && v.requestSessionId !== this.session) return;
     const at = time(v.timestamp);
     const usage = isObj(m.usage) ? m.usage : undefined;
     let a = this.open.find((x) => x.key === key);
@@ -520,7 +522,12 @@ export class ClaudeCodeTranscript {
     parts.push(Buffer.from(`],"system":[${unrecordedBlock(MESSAGES_ONLY, scope, marker)}],"stream":true}`));
     const parent = a.parent ? this.chain.get(a.parent) : undefined;
     const r: SourceRequest = {
-      id: a.requestId ?? a.messageId ?? `${scope}:${a.line}`,
+      // The request record's id when the response names one (a copy of the call elsewhere is the same call).
+      id:
+        (a.key.startsWith('ref:') ? a.key.slice(4) : undefined) ??
+        a.requestId ??
+        a.messageId ??
+        `${scope}:${a.line}`,
       line: a.line,
       provider: 'anthropic',
       route: '/v1/messages',

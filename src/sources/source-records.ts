@@ -17,11 +17,17 @@ import type { SourceRequest } from './source-request.js';
 /** Scopes whose unrecorded block size is remembered (one per agent line of a session). */
 const SCOPES = 4_096;
 
+/**
+ * What the prefix builder keeps to extend each body from: the previous call of each session being read (a
+ * report reads few at once; the proxy's default, 64 bodies and 32 MB, is sized for interleaved live traffic).
+ */
+const KEEP = { bodies: 16, bytes: 8 * 1024 * 1024 };
+
 export class SourceRecords {
   /** Tokens of each scope's unrecorded block: sized once, from its first call with usage. */
   private readonly opaque = new LruMap<number>(SCOPES);
 
-  constructor(private readonly builder: PrefixBuilder = new PrefixBuilder()) {}
+  constructor(private readonly builder: PrefixBuilder = new PrefixBuilder({ keep: KEEP })) {}
 
   /** The capture record of one rebuilt request (no body in it: the caller decides whether to keep that). */
   record(req: SourceRequest): CaptureRecord {

@@ -2,7 +2,7 @@
 // below, never by hand) against the same report on `cacheward proxy --capture full`'s captures of the same
 // runs: every request rebuilt byte for byte, the same requests, tokens, sessions and causes, miss by miss.
 
-import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AnalysisResult } from '../../src/analyze/analyze-captures.js';
@@ -93,11 +93,17 @@ describe('Claude Code (newest): report on its transcripts equals report on the c
     const loop = dir(stack, 'loop');
     writeFileSync(join(loop, 'notes.txt'), 'the secret is 42\n');
     await run('LOOP-TASK read, count and write', loop, ['--allowedTools', 'Read', 'Bash(wc:*)', 'Write']);
-    // `--continue`, twice.
+    // `--continue`, `--resume <session>`, and `--resume <session> --fork-session` (a new session that starts
+    // from a copy of the old one's lines).
     const resume = dir(stack, 'resume');
-    await run('RESUME-TASK first question', resume);
+    const first = await run('RESUME-TASK first question', resume);
     await run('second question', resume, ['--continue']);
-    await run('third question', resume, ['--continue']);
+    const projects = join(first.home, '.claude/projects');
+    const [folder] = readdirSync(projects).filter((f) => f.endsWith('-resume'));
+    const [file] = readdirSync(join(projects, folder as string)).filter((f) => f.endsWith('.jsonl'));
+    const session = (file as string).replace(/\.jsonl$/, '');
+    await run('third question', resume, ['--resume', session]);
+    await run('fourth question', resume, ['--resume', session, '--fork-session']);
     // A subagent (run in the background, beside the main line).
     await run('DELEGATE-TASK ask a subagent', dir(stack, 'delegate'), ['--allowedTools', 'Agent']);
     // An MCP server whose tool list grows (loaded through ToolSearch).
@@ -143,8 +149,9 @@ describe('Claude Code (newest): report on its transcripts equals report on the c
   it('counts the same requests, sessions and input, read and written tokens', () => {
     expect(captures.totals.requests).toBeGreaterThanOrEqual(20);
     expectSameReport(captures, transcripts);
-    // The subagent's calls are in its own file, under its session's label: one session per run's session.
-    expect(transcripts.sessions.length).toBe(7);
+    // The subagent's calls are in its own file, under its session's label: one session per run's session
+    // (the fork is one of its own).
+    expect(transcripts.sessions.length).toBe(8);
   });
 
   it('names the same cause for every call, miss by miss, at the same block and byte', () => {

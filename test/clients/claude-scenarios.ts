@@ -34,7 +34,12 @@ export const script = ({ workDir }: { workDir: string }) => ({
     },
     {
       match: 'RESUME-TASK',
-      turns: [{ text: 'First answer.' }, { text: 'Resumed answer.' }, { text: 'Resumed again.' }],
+      turns: [
+        { text: 'First answer.' },
+        { text: 'Resumed answer.' },
+        { text: 'Resumed again.' },
+        { text: 'Forked answer.' },
+      ],
     },
     // `--continue --model …`: the same conversation on another model.
     { match: 'SWITCH-TASK', turns: [{ text: 'On the default model.' }, { text: 'On the other model.' }] },
