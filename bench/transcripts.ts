@@ -4,7 +4,7 @@
 // lines), varied per session (ids, working folder, prompt, tool results of random sizes and words, 2 to 300
 // turns, idle gaps) with every hash and requestDigest recomputed, so the reader takes the paths it takes on a
 // real ~/.claude: four sessions in five exact (request records), one in five from messages and usage.
-// Run: npx tsup && npx tsx bench/transcripts.ts   (CACHEWARD_BENCH_MB=300 by default; under two minutes)
+// Run: npx tsup && npx tsx bench/transcripts.ts   (CACHEWARD_BENCH_MB=250 by default; under two minutes)
 // CACHEWARD_BENCH_KEEP=1 keeps the generated folder.
 
 import { spawnSync } from 'node:child_process';
@@ -23,7 +23,7 @@ import { startAgentStack } from '../test/clients/agent-harness.js';
 import { dir, script } from '../test/clients/claude-scenarios.js';
 import { type Json, machineLine } from './support.js';
 
-const TARGET_MB = Number(process.env.CACHEWARD_BENCH_MB ?? 300);
+const TARGET_MB = Number(process.env.CACHEWARD_BENCH_MB ?? 250);
 
 /** A deterministic generator (mulberry32), so two runs build the same folder. */
 function random(seed: number): () => number {
@@ -293,9 +293,9 @@ function generate(
     // Many sessions are a question or two, most are short, a few run for hundreds of turns.
     const u = rnd();
     const turns =
-      u < 0.4
+      u < 0.5
         ? 1 + Math.floor(rnd() * 3)
-        : u < 0.97
+        : u < 0.98
           ? 2 + Math.floor(-Math.log(1 - rnd()) * 10)
           : 100 + Math.floor(rnd() * 200);
     const t = sessions % 5 === 4 ? pinned : newest;

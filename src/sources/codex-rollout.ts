@@ -3,8 +3,8 @@
 //
 // Codex resends its whole input every turn, and the rollout keeps every input and output item in order with
 // one usage record per response: a call's input is every item before its response's first output item. Not
-// recorded: the tools and the request parameters (they stand as one opaque block sized from usage), and the
-// id Codex gives its base-instructions message.
+// recorded: the tools and the request parameters but the model and a reasoning effort the user set (they stand
+// as one opaque block sized from usage), and the id Codex gives its base-instructions message.
 
 import type { UnrecordedPart } from '../capture/capture-record.js';
 import { isObj, type Json } from '../core/json.js';
@@ -54,6 +54,7 @@ export class CodexRollout {
   private session: string | undefined;
   private base: string | undefined;
   private model: string | undefined;
+  private effort: string | undefined;
   private version = 'unknown';
   /** The input so far, each item's JSON made once. */
   private items: string[] = [];
@@ -91,6 +92,8 @@ export class CodexRollout {
         break;
       case 'turn_context':
         if (typeof p.model === 'string') this.model = p.model;
+        // Recorded when the user set it (the model's default is not written).
+        this.effort = typeof p.effort === 'string' ? p.effort : undefined;
         break;
       case 'response_item':
         this.item(p, at, n);
@@ -195,7 +198,8 @@ export class CodexRollout {
       );
     for (let i = 0; i < r.input; i++) input.push(this.items[i] as string);
     const model = this.model ?? 'unknown';
-    const body = `{"model":${JSON.stringify(model)},"stream":true,"input":[${input.join(',')}],"store":false,"prompt_cache_key":${JSON.stringify(session)}}`;
+    const reasoning = this.effort ? `,"reasoning":${JSON.stringify({ effort: this.effort })}` : '';
+    const body = `{"model":${JSON.stringify(model)},"stream":true,"input":[${input.join(',')}]${reasoning},"store":false,"prompt_cache_key":${JSON.stringify(session)}}`;
     const id = typeof responseId === 'string' ? responseId : `${session}:${n}`;
     const req: SourceRequest = {
       id,
