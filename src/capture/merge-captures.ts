@@ -50,10 +50,13 @@ async function fileStart(file: string): Promise<number> {
 /** How far apart (ms) a capture's start and a transcript's can be for one call (client and proxy clocks). */
 const SAME_CALL_MS = 10_000;
 
-/** What one call is in any source: its session, model and the usage the provider reported for it. */
+/** What one call is in any source: its session, model and the usage the provider reported (or its refusal). */
 function callKey(r: ReadRecord['record']): string | undefined {
   const u = r.usage?.normalized;
-  if (!u) return undefined;
+  if (!u)
+    return r.status !== undefined && r.status >= 400
+      ? `${r.session.key}\u0000${r.model ?? ''}\u0000${r.status}`
+      : undefined;
   return `${r.session.key}\u0000${r.model ?? ''}\u0000${u.inputTotal}/${u.cacheRead}/${u.cacheWrite}/${u.output}`;
 }
 
@@ -96,7 +99,7 @@ export async function* mergeCaptures(
   const order: string[] = [];
   const starts: number[] = [];
   // The same for calls (see callKey), with where each was read: a capture's call met again in a transcript.
-  const calls = new Map<string, Array<{ start: number; transcript: boolean }>>();
+  const calls = new Map<string, Array<{ start: number; transcript: boolean; paired: boolean }>>();
   const callKeys: Array<string | undefined> = [];
   let head = 0;
   let latest = Number.NEGATIVE_INFINITY;
@@ -124,13 +127,19 @@ export async function* mergeCaptures(
     const key = callKey(next.record);
     const start = next.record.times.start;
     const met = key === undefined ? undefined : calls.get(key);
-    if (met?.some((c) => c.transcript !== fromTranscript && Math.abs(c.start - start) <= SAME_CALL_MS)) {
+    // Each call read from the other kind of source pairs with one only (retries of a refused call look alike).
+    const twin = met?.find(
+      (c) => !c.paired && c.transcript !== fromTranscript && Math.abs(c.start - start) <= SAME_CALL_MS,
+    );
+    if (twin) {
+      twin.paired = true;
       options.onDuplicate?.(next);
       continue;
     }
     if (key !== undefined) {
-      if (met) met.push({ start, transcript: fromTranscript });
-      else calls.set(key, [{ start, transcript: fromTranscript }]);
+      const entry = { start, transcript: fromTranscript, paired: false };
+      if (met) met.push(entry);
+      else calls.set(key, [entry]);
     }
     callKeys.push(key);
     recent.add(next.record.id);

@@ -106,6 +106,8 @@ interface Call {
   digestOk: boolean;
   status?: number;
   response?: Answer;
+  /** The call it extends (its retries extend it, or one another). */
+  base?: string;
 }
 
 /** A response's lines, gathered (one assistant line per content block, the same usage on each). */
@@ -316,6 +318,7 @@ export class ClaudeCodeTranscript {
       body: undefined,
       digestOk: false,
     };
+    if (typeof v.base === 'string') call.base = v.base;
     this.calls.set(call.id, call);
     const missing = (what: string) => {
       call.missing = what;
@@ -402,12 +405,24 @@ export class ClaudeCodeTranscript {
     if (typeof m.stop_reason === 'string') a.stopReason = m.stop_reason;
   }
 
-  /** Calls still waiting when the client wrote an API error: the provider refused them (retries included). */
+  /**
+   * The client wrote an API error: the provider refused the latest call still waiting, and the waiting calls
+   * it extends (its retries); a call of another line, in flight beside them, is not theirs.
+   */
   private refused(status: number, at: number): void {
-    for (const call of this.calls.values()) {
-      if (call.response || call.status !== undefined || !(call.start <= at)) continue;
+    let latest: Call | undefined;
+    for (const call of this.calls.values())
+      if (
+        !call.response &&
+        call.status === undefined &&
+        call.start <= at &&
+        (!latest || call.start >= latest.start)
+      )
+        latest = call;
+    for (let call = latest; call && !call.response && call.status === undefined; ) {
       call.status = status;
       this.emitCall(call);
+      call = call.base === undefined ? undefined : this.calls.get(call.base);
     }
   }
 

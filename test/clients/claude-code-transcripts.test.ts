@@ -119,6 +119,16 @@ describe('Claude Code (newest): report on its transcripts equals report on the c
     const sw = dir(stack, 'switch');
     await run('SWITCH-TASK hello', sw);
     await run('now on another model', sw, ['--continue', '--model', 'claude-opus-4-8']);
+    // A switch to a model that refuses the session's system messages: the API answers 400 to every retry,
+    // and the transcript's error line says so.
+    const refused = dir(stack, 'refused');
+    await run('SWITCH-TASK hello', refused);
+    const r = await stack.run('claude', {
+      prompt: 'now on a model that refuses',
+      cwd: refused,
+      args: ['--continue', '--model', 'claude-sonnet-5'],
+    });
+    expect(r.stdout).toContain('API Error: 400');
     // Two sessions of one project at once.
     const both = dir(stack, 'interleave');
     await Promise.all(
@@ -151,7 +161,12 @@ describe('Claude Code (newest): report on its transcripts equals report on the c
     expectSameReport(captures, transcripts);
     // The subagent's calls are in its own file, under its session's label: one session per run's session
     // (the fork is one of its own).
-    expect(transcripts.sessions.length).toBe(8);
+    expect(transcripts.sessions.length).toBe(9);
+    // The refused calls (each retry) are counted as the proxy counts them: turns of no conversation.
+    const refused = transcripts.requests.filter((r) => r.status === 400);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.length).toBe(captures.requests.filter((r) => r.status === 400).length);
+    expect(refused.every((r) => r.relation === 'none')).toBe(true);
   });
 
   it('names the same cause for every call, miss by miss, at the same block and byte', () => {
