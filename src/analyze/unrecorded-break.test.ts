@@ -10,7 +10,10 @@ describe('locateBreak', () => {
       inside: true,
       couldBe: ['tools_changed', 'system_changed', 'params_changed', 'messages_edited'],
     });
-    expect(locateBreak(['tools', 'params'], 8_000, 4_096).couldBe).toEqual(['tools_changed', 'params_changed']);
+    expect(locateBreak(['tools', 'params'], 8_000, 4_096).couldBe).toEqual([
+      'tools_changed',
+      'params_changed',
+    ]);
   });
 
   it('a read that reached the recorded messages names only what can change there unseen', () => {
