@@ -9,7 +9,7 @@ import { EntryStore } from '../cache/entry-store.js';
 import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import { OpenAICache } from '../cache/openai-cache.js';
 import { openaiDefaultRetention } from '../cache/openai-rules.js';
-import type { CapturedPrefix, CaptureRecord } from '../capture/capture-record.js';
+import { type CapturedPrefix, type CaptureRecord, UNRECORDED_KIND } from '../capture/capture-record.js';
 import { MemoryConversationStore, type Relation } from '../conversation/conversation-store.js';
 import { lastMessageKey, lazyAnchors } from '../conversation/reply-keys.js';
 import {
@@ -40,6 +40,7 @@ import {
 } from './cause-table.js';
 import { costOf, type RequestCost, wasteOf } from './cost.js';
 import type { PriceTable } from './price-table.js';
+import type { UnrecordedBreak } from './unrecorded-break.js';
 import { type Waiting, WaitingBlocks } from './waiting-blocks.js';
 
 export type { BustCause } from './cause-table.js';
@@ -87,6 +88,12 @@ export interface MissDetail {
   evidence?: Unreadable;
   /** A conversation's first request that read another session's cache: which session and request. */
   warmFrom?: WarmFrom;
+  /**
+   * An `unexplained` miss of a request whose source did not record all of it (an agent transcript with
+   * messages and usage only): the parts not recorded, where the read ended (provider tokens, and whether
+   * inside those parts), and the causes that fit there and could not be told apart.
+   */
+  unrecorded?: UnrecordedBreak & { readTokens: number };
 }
 
 /** Another session (label) whose cached prefix a conversation's first request read. */
@@ -544,6 +551,7 @@ export class Analyzer {
         evidence,
         beforeParentResponse: row.concurrent,
         idleSeconds: parent ? (start - parent.start) / 1000 : 0,
+        ...unrecordedOf(r.prefix, prefix),
       });
       if (decision) {
         const miss = this.makeMiss(r, row, usage, scale, decision, parent, prefix);
@@ -693,6 +701,7 @@ export class Analyzer {
       if (at !== undefined) detail.byteOffset = at;
     }
     if (d.evidence) detail.evidence = d.evidence;
+    if (d.unrecorded) detail.unrecorded = { ...d.unrecorded, readTokens: usage.cacheRead };
     if (parent) {
       const idle = (r.times.start - parent.start) / 1000;
       // Sub-second gaps matter for concurrency; for everything else whole seconds say it.
@@ -845,6 +854,20 @@ export class Analyzer {
       ...(this.fixRefusals.size ? { fixRefusals: Object.fromEntries(this.fixRefusals) } : {}),
     };
   }
+}
+
+/** What a record's source did not record, and where the block standing for it ends in `prefix` (estimates). */
+function unrecordedOf(
+  captured: CapturedPrefix,
+  prefix: Prefix,
+): { unrecorded?: { parts: CapturedPrefix['unrecorded'] & object; tokens: number } } {
+  if (!captured.unrecorded?.length) return {};
+  let tokens = 0;
+  for (const b of prefix.blocks) {
+    if (b.kind === UNRECORDED_KIND) tokens = b.cumulativeTokens;
+    else if (tokens > 0) break;
+  }
+  return { unrecorded: { parts: captured.unrecorded, tokens } };
 }
 
 /** The provider's own diagnostics on the response, and whether they agree with our cause. */

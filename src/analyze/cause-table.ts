@@ -3,8 +3,10 @@
 // Pure and small on purpose; it never looks at bodies, times of day or TTL constants of its own.
 
 import type { CacheEvidence, Unreadable } from '../cache/cache-evidence.js';
+import type { UnrecordedPart } from '../capture/capture-record.js';
 import type { Relation } from '../conversation/conversation-store.js';
 import type { Divergence, PrefixChange } from '../prefix/first-divergence.js';
+import { locateBreak, type UnrecordedBreak } from './unrecorded-break.js';
 
 /** The closed vocabulary of bust causes (DESIGN.md). */
 export type BustCause =
@@ -44,6 +46,8 @@ export interface CauseInput {
   beforeParentResponse: boolean;
   /** Seconds since the parent started. */
   idleSeconds: number;
+  /** What the request's source did not record, and where the block standing for it ends (estimates). */
+  unrecorded?: { parts: readonly UnrecordedPart[]; tokens: number };
 }
 
 /** The decision: a cause, the tokens re-written because of it (estimates) and what the evidence said. */
@@ -54,6 +58,8 @@ export interface CauseDecision {
   changed?: Divergence['changed'];
   blockIndex?: number;
   evidence?: Unreadable;
+  /** An `unexplained` miss of a request whose source did not record all of it: where the read ended. */
+  unrecorded?: UnrecordedBreak;
 }
 
 /** The cause a prefix change stands for, in a line (not a fork). */
@@ -116,7 +122,7 @@ export function decideCause(x: CauseInput): CauseDecision | undefined {
   if (x.read >= reusable - tol) return undefined;
   const rewritten = reusable - x.read;
   // 3. The model could read more than the provider did: the one case nothing explains.
-  if (ev && ev.readTokens > x.read + tol) return { cause: 'unexplained', rewritten };
+  if (ev && ev.readTokens > x.read + tol) return unexplained(x, rewritten);
   // 4. What the provider's rounding withheld of the hit is no loss (automatic caching reports multiples).
   const rounded = ev?.unreadable.find((u) => u.reason === 'rounded');
   if (rounded?.reason === 'rounded' && rewritten <= rounded.tokens + tol) return undefined;
@@ -153,5 +159,13 @@ export function decideCause(x: CauseInput): CauseDecision | undefined {
       changed: d.changed,
       blockIndex: d.blockIndex,
     };
-  return { cause: 'unexplained', rewritten };
+  return unexplained(x, rewritten);
+}
+
+/** `unexplained`, located where the source did not record everything (it names what could not be told apart). */
+function unexplained(x: CauseInput, rewritten: number): CauseDecision {
+  const u = x.unrecorded;
+  return u
+    ? { cause: 'unexplained', rewritten, unrecorded: locateBreak(u.parts, u.tokens, x.read) }
+    : { cause: 'unexplained', rewritten };
 }

@@ -51,9 +51,33 @@ const TITLES: Record<Miss['cause'], string> = {
   unexplained: 'unexplained (the provider did not read a live entry)',
 };
 
+/** What each unrecorded part is called in a sentence. */
+const PART_NAMES: Record<string, string> = {
+  tools: 'tools',
+  system: 'system',
+  params: 'parameters',
+  injected: 'the reminders the client adds to messages',
+};
+
+function list(items: readonly string[], last: string): string {
+  return items.length < 2 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} ${last} ${items.at(-1)}`;
+}
+
+/** Where the read ended when the request's source did not record all of it, and what could not be told apart. */
+function unrecordedBreak(u: NonNullable<Miss['detail']['unrecorded']>): string {
+  const parts = list(
+    u.parts.map((p) => PART_NAMES[p] ?? p),
+    'or',
+  );
+  const where = u.inside
+    ? `inside ${parts}, which were not recorded`
+    : `in the recorded messages, after ${parts} (not recorded)`;
+  return `the cached prefix ended after ~${n.format(u.readTokens)} tokens: ${where}; ${list(u.couldBe, 'or')} could not be told apart`;
+}
+
 export function describeMiss(m: Miss): string {
   const d = m.detail;
-  let what = TITLES[m.cause];
+  let what = d.unrecorded ? unrecordedBreak(d.unrecorded) : TITLES[m.cause];
   if (d.change) what += `: ${describeChange(d.change)}`;
   const also = (d.changed ?? []).slice(1);
   if (also.length) what += ` (also changed: ${also.join(', ')})`;
@@ -67,7 +91,7 @@ export function describeMiss(m: Miss): string {
     what += ': no breakpoint looks back far enough to the cached entry';
   if (m.cause === 'thinking_stripped' && d.evidence?.reason === 'thinking_stripped')
     what += `: new user content made ${m.model ?? 'this model'} drop ${n.format(d.evidence.blocks)} earlier thinking block${d.evidence.blocks === 1 ? '' : 's'} (${n.format(d.evidence.strippedTokens)} tokens), so no entry written with them can be read; Opus 4.5+ and Sonnet 4.6+ keep thinking`;
-  if (m.cause === 'unexplained')
+  if (m.cause === 'unexplained' && !d.unrecorded)
     what += `: expected to read ${n.format(d.expectedReadTokens ?? 0)}, read ${n.format(d.actualReadTokens ?? 0)}`;
   if (m.cause === 'concurrent')
     what +=

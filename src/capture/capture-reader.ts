@@ -1,10 +1,14 @@
 // Reads capture files as a stream, in order, rebuilding full-mode bodies byte-exactly. A torn or invalid
 // line is skipped with a warning naming its file and line; memory does not grow with the capture's size.
+// Agent transcripts among the files (told from their content) are read by their source adapter instead.
 
 import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { readTranscript } from '../sources/read-transcript.js';
+import { SourceRecords } from '../sources/source-records.js';
+import { fileKind, transcriptFiles } from '../sources/transcript-files.js';
 import { normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 import { BodyReconstructionError, rebuildBody } from './body-delta.js';
 import {
@@ -33,16 +37,22 @@ export interface ReadCapturesOptions {
   bodies?: boolean;
   /** Told how far each file has been read: bytes so far, and the file's size. */
   onProgress?: (file: string, bytes: number, size: number) => void;
+  /** Turns the requests of agent transcripts into records (shared by every file of one reading). */
+  sources?: SourceRecords;
 }
 
-/** The capture files a path names: a file as it is, a folder's `capture-*.jsonl` oldest first. */
+/**
+ * The files a path names: a file as it is; a folder's `capture-*.jsonl` oldest first, then the agent
+ * transcripts below it (Claude Code's, Codex's: see sources/transcript-files).
+ */
 export async function captureFiles(path: string): Promise<string[]> {
   const s = await stat(path);
   if (!s.isDirectory()) return [path];
-  return (await readdir(path))
+  const captures = (await readdir(path))
     .filter((n) => CAPTURE_FILE.test(n))
     .sort()
     .map((n) => join(path, n));
+  return [...captures, ...(await transcriptFiles(path))];
 }
 
 function isRecord(v: unknown): v is CaptureRecord {
@@ -60,8 +70,14 @@ export async function* readCaptures(
   options: ReadCapturesOptions = {},
 ): AsyncGenerator<ReadRecord> {
   const warn = options.onWarning ?? (() => {});
+  const sources = options.sources ?? new SourceRecords();
   for (const path of paths) {
     for (const file of await captureFiles(path)) {
+      const kind = CAPTURE_FILE.test(basename(file)) ? 'capture' : await fileKind(file);
+      if (kind === 'claude-code' || kind === 'codex') {
+        yield* readTranscript(file, kind, options, sources);
+        continue;
+      }
       const size = (await stat(file)).size;
       // Delta bases live in the same file: keep only each session's latest body.
       const bodies = new Map<string, Buffer>();

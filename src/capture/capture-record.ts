@@ -34,6 +34,19 @@ export interface CapturedBlock {
   tp?: [string, string, string];
 }
 
+/**
+ * A part of a request its source did not record (an agent transcript that keeps messages and usage only):
+ * `tools` and `system` (their content), `params` (the parameters folded into the prefix, model aside), and
+ * `injected` (content the client adds to the messages, such as reminders, that the source leaves out).
+ */
+export type UnrecordedPart = 'tools' | 'system' | 'params' | 'injected';
+
+/**
+ * The kind of the block that stands for the unrecorded parts: one opaque block, first in the prefix, whose
+ * identity names only what it stands for and whose tokens are sized from the provider's usage.
+ */
+export const UNRECORDED_KIND = 'cacheward.unrecorded';
+
 export interface CapturedPrefix {
   format: string;
   totalTokens: number;
@@ -59,6 +72,11 @@ export interface CapturedPrefix {
   auto?: { type: string; ttl?: string };
   /** Each level's fold hash (the prefix model's, so a parameter change is found exactly as in `diff`). */
   folds?: { tools: string; system: string; messages: string };
+  /**
+   * What the request's source did not record (absent when it recorded the whole request): these parts stand
+   * as the leading {@link UNRECORDED_KIND} block, and a change inside them cannot be told from another.
+   */
+  unrecorded?: UnrecordedPart[];
 }
 
 /** Where the conversation model put the request when the proxy saw it (the client's own bytes). */

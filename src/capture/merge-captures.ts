@@ -1,8 +1,11 @@
 // Reads the captures of several proxies (files or folders) as one traffic: every file is its own stream
 // and the streams are merged by start time; a record met twice (a file named twice, a copied folder) is
-// yielded once. Memory: one waiting record per file and the ids of the last hour's records (at most 200,000).
+// yielded once, and so is a call met both in a capture and in an agent's transcript (same session, model and
+// usage, started within seconds). Memory: one waiting record per file and the last hour's ids (at most 200,000).
 
 import { realpath } from 'node:fs/promises';
+import { SourceRecords } from '../sources/source-records.js';
+import { transcriptStart } from '../sources/transcript-files.js';
 import { captureFiles, type ReadCapturesOptions, type ReadRecord, readCaptures } from './capture-reader.js';
 
 export interface MergeCapturesOptions extends ReadCapturesOptions {
@@ -35,12 +38,26 @@ export async function distinctCaptureFiles(paths: readonly string[]): Promise<st
 }
 
 /** When a capture file was opened, from its name (`capture-YYYYMMDDTHHMMSS-…`, whole seconds, so never
- * later than its first record); files named otherwise are opened first. */
-function fileStart(file: string): number {
+ * later than its first record); an agent transcript, at the first time it records; files that say neither are
+ * opened first. */
+async function fileStart(file: string): Promise<number> {
   const m = /capture-(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})-[^/]*\.jsonl$/.exec(file);
-  if (!m) return Number.NEGATIVE_INFINITY;
+  if (!m) return (await transcriptStart(file).catch(() => undefined)) ?? Number.NEGATIVE_INFINITY;
   const [, y, mo, d, h, mi, se] = m.map(Number) as number[];
   return Date.UTC(y as number, (mo as number) - 1, d, h, mi, se);
+}
+
+/** How far apart (ms) a capture's start and a transcript's can be for one call (client and proxy clocks). */
+const SAME_CALL_MS = 10_000;
+
+/** What one call is in any source: its session, model and the usage the provider reported (or its refusal). */
+function callKey(r: ReadRecord['record']): string | undefined {
+  const u = r.usage?.normalized;
+  if (!u)
+    return r.status !== undefined && r.status >= 400
+      ? `${r.session.key}\u0000${r.model ?? ''}\u0000${r.status}`
+      : undefined;
+  return `${r.session.key}\u0000${r.model ?? ''}\u0000${u.inputTotal}/${u.cacheRead}/${u.cacheWrite}/${u.output}`;
 }
 
 export async function* mergeCaptures(
@@ -49,11 +66,15 @@ export async function* mergeCaptures(
 ): AsyncGenerator<ReadRecord> {
   // Files are opened as the merge reaches their start (the time in their name, when it has one), not all
   // at once: 500 open files held ~300 MB of read buffers for records that were not due yet.
-  const pending = (await distinctCaptureFiles(paths))
-    .map((file) => ({ file, stamp: fileStart(file) }))
-    .sort((a, b) => a.stamp - b.stamp);
+  const pending: Array<{ file: string; stamp: number }> = [];
+  for (const file of await distinctCaptureFiles(paths)) pending.push({ file, stamp: await fileStart(file) });
+  pending.sort((a, b) => a.stamp - b.stamp);
+  // One maker of transcript records for every file: its prefix builder extends each body from the last.
+  const sourced = { ...options, sources: options.sources ?? new SourceRecords() };
   const streams: Array<AsyncGenerator<ReadRecord>> = [];
   const heads: Array<ReadRecord | undefined> = [];
+  /** Whether each stream is an agent transcript (not a capture file). */
+  const transcript: boolean[] = [];
   const openDue = async () => {
     for (;;) {
       const first = pending[0];
@@ -62,9 +83,12 @@ export async function* mergeCaptures(
       for (const h of heads) if (h && h.record.times.start < earliest) earliest = h.record.times.start;
       if (first.stamp > earliest) return;
       pending.shift();
-      const stream = readCaptures([first.file], options);
+      const stream = readCaptures([first.file], sourced);
+      const head = (await stream.next()).value ?? undefined;
+      if (!head) continue;
       streams.push(stream);
-      heads.push((await stream.next()).value ?? undefined);
+      heads.push(head);
+      transcript.push(!/(^|\/)capture-[^/]*\.jsonl$/.test(first.file));
     }
   };
   const window = options.dedupeWindow ?? 200_000;
@@ -74,6 +98,9 @@ export async function* mergeCaptures(
   const recent = new Set<string>();
   const order: string[] = [];
   const starts: number[] = [];
+  // The same for calls (see callKey), with where each was read: a capture's call met again in a transcript.
+  const calls = new Map<string, Array<{ start: number; transcript: boolean; paired: boolean }>>();
+  const callKeys: Array<string | undefined> = [];
   let head = 0;
   let latest = Number.NEGATIVE_INFINITY;
   for (;;) {
@@ -85,25 +112,53 @@ export async function* mergeCaptures(
     }
     if (at < 0) return;
     const next = heads[at] as ReadRecord;
+    const fromTranscript = transcript[at] as boolean;
     heads[at] = (await (streams[at] as AsyncGenerator<ReadRecord>).next()).value ?? undefined;
     if (!heads[at]) {
       // A file read to its end leaves the merge.
       heads.splice(at, 1);
       streams.splice(at, 1);
+      transcript.splice(at, 1);
     }
     if (recent.has(next.record.id)) {
       options.onDuplicate?.(next);
       continue;
     }
+    const key = callKey(next.record);
+    const start = next.record.times.start;
+    const met = key === undefined ? undefined : calls.get(key);
+    // Each call read from the other kind of source pairs with one only (retries of a refused call look alike).
+    const twin = met?.find(
+      (c) => !c.paired && c.transcript !== fromTranscript && Math.abs(c.start - start) <= SAME_CALL_MS,
+    );
+    if (twin) {
+      twin.paired = true;
+      options.onDuplicate?.(next);
+      continue;
+    }
+    if (key !== undefined) {
+      const entry = { start, transcript: fromTranscript, paired: false };
+      if (met) met.push(entry);
+      else calls.set(key, [entry]);
+    }
+    callKeys.push(key);
     recent.add(next.record.id);
     order.push(next.record.id);
     starts.push(next.record.times.start);
     if (next.record.times.start > latest) latest = next.record.times.start;
-    while (head < order.length && (recent.size > window || (starts[head] as number) < latest - horizon))
+    while (head < order.length && (recent.size > window || (starts[head] as number) < latest - horizon)) {
+      const old = callKeys[head];
+      if (old !== undefined) {
+        const list = calls.get(old);
+        list?.shift();
+        if (!list?.length) calls.delete(old);
+      }
       recent.delete(order[head++] as string);
+    }
     if (head > 1_024 && head * 2 > order.length) {
       order.splice(0, head);
       starts.splice(0, head);
+      callKeys.splice(0, head);
       head = 0;
     }
     yield next;

@@ -1,12 +1,14 @@
-// Turns the PATH arguments of report, whatif, replay and show into capture files: each file once (a folder
-// and a file in it are read once), and anything that is not a capture named in one line with what to pass.
+// Turns the PATH arguments of report, whatif, replay and show into capture files and agent transcripts: each
+// file once (a folder and a file in it are read once), and anything that is neither named in one line with what
+// to pass.
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { captureFiles, readCaptures } from '../capture/capture-reader.js';
+import { fileKind } from '../sources/transcript-files.js';
 import { InputError } from './read-request-file.js';
 
 const WHAT_TO_PASS =
-  'pass the capture-*.jsonl files, or the folder `cacheward proxy --dir` (or `cacheward run --dir`) wrote them to';
+  'pass the capture-*.jsonl files, or the folder `cacheward proxy --dir` (or `cacheward run --dir`) wrote them to, or agent transcripts (~/.claude/projects, ~/.codex/sessions, one session file)';
 
 /** The capture files the paths name, in order, each once. Throws an InputError for anything else. */
 export async function captureInputs(paths: readonly string[]): Promise<string[]> {
@@ -39,7 +41,7 @@ async function describeFolder(path: string): Promise<string> {
   const entries = await readdir(path);
   if (!entries.length) return `${path}: an empty folder, no capture files; ${WHAT_TO_PASS}`;
   const shown = entries.slice(0, 3).join(', ');
-  return `${path}: no capture files (capture-*.jsonl) in this folder, only ${entries.length} other entr${entries.length === 1 ? 'y' : 'ies'} (${shown}${entries.length > 3 ? ', …' : ''}); ${WHAT_TO_PASS}`;
+  return `${path}: no capture files (capture-*.jsonl) in this folder, only ${entries.length} other entr${entries.length === 1 ? 'y' : 'ies'} (${shown}${entries.length > 3 ? ', …' : ''}), and no agent transcripts below it; ${WHAT_TO_PASS}`;
 }
 
 class NotACapture extends Error {
@@ -50,6 +52,9 @@ class NotACapture extends Error {
 
 /** A capture file begins with a capture record: records are appended whole, so only a last line can be torn. */
 async function checkCaptureFile(file: string): Promise<void> {
+  // An agent transcript is one from its first lines, whether or not it holds a request yet.
+  const kind = await fileKind(file).catch(() => undefined);
+  if (kind === 'claude-code' || kind === 'codex') return;
   try {
     for await (const _ of readCaptures([file], {
       bodies: false,

@@ -1,6 +1,7 @@
-// Runs the analyzer over capture files or folders: reads them as a stream (no bodies), reports torn lines
-// and progress, fills in the sentences. Several folders (a fleet's proxies) are merged by time into one
-// traffic, each record counted once. The shell for `report` and `whatif`; the analysis itself is pure.
+// Runs the analyzer over capture files or folders and agent transcripts: reads them as a stream (no bodies),
+// reports torn lines and progress, fills in the sentences. Several folders (a fleet's proxies, transcripts beside
+// captures) are merged by time into one traffic, each call counted once. The shell for `report` and `whatif`;
+// the analysis itself is pure.
 
 import { type AnalysisResult, type AnalyzeOptions, analyzeRecords } from '../analyze/analyze-captures.js';
 import { describeMiss } from '../analyze/describe-miss.js';
@@ -25,7 +26,8 @@ export async function analyzePaths(
       bodies: false,
       onDuplicate: () => duplicates++,
       onWarning: (w) => {
-        skipped++;
+        // Other warnings are about a request that was read (a transcript's note, an incomplete base).
+        if (w.includes(': skipped ')) skipped++;
         options.onWarning?.(w);
       },
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
@@ -37,7 +39,9 @@ export async function analyzePaths(
   }
   const result = await analyzeRecords(records(), options);
   if (duplicates)
-    options.onWarning?.(`${duplicates} records appeared in more than one capture file and were counted once`);
+    options.onWarning?.(
+      `${duplicates} records appeared in more than one capture file and were counted once (a call both captured and in a transcript is one)`,
+    );
   result.generatedFrom.files = files.size;
   result.generatedFrom.skippedLines = skipped;
   for (const m of result.misses) m.sentence = describeMiss(m);

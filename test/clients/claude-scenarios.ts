@@ -1,5 +1,6 @@
-// The scripted Claude Code scenarios the client tests share: a tool loop, a resumed session, a subagent
-// and an MCP server whose tool list grows, each told apart by a word in its first prompt.
+// The scripted Claude Code scenarios the client tests share: a tool loop, a resumed session, a subagent,
+// an MCP server whose tool list grows, a model switch on resume, a compaction and two sessions of one project
+// at once, each told apart by a word in its first prompt.
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -31,7 +32,35 @@ export const script = ({ workDir }: { workDir: string }) => ({
         { text: 'Loop done.' },
       ],
     },
-    { match: 'RESUME-TASK', turns: [{ text: 'First answer.' }, { text: 'Resumed answer.' }] },
+    {
+      match: 'RESUME-TASK',
+      turns: [
+        { text: 'First answer.' },
+        { text: 'Resumed answer.' },
+        { text: 'Resumed again.' },
+        { text: 'Forked answer.' },
+      ],
+    },
+    // `--continue --model …`: the same conversation on another model.
+    { match: 'SWITCH-TASK', turns: [{ text: 'On the default model.' }, { text: 'On the other model.' }] },
+    // `/compact` on resume: the compaction call answers the summary, and the next session starts from it.
+    {
+      match: 'COMPACT-TASK',
+      turns: [{ text: 'First answer.' }, { text: '<summary>COMPACTED-SUMMARY</summary>' }],
+    },
+    { match: 'COMPACTED-SUMMARY', turns: [{ text: 'After compaction.' }] },
+    // Two sessions of one project at once.
+    ...['A', 'B'].map((x) => ({
+      match: `INTERLEAVE-${x}`,
+      turns: [
+        {
+          text: `Session ${x}.`,
+          tool_calls: [{ name: 'Bash', input: { command: `echo ${x}`, description: 'echo' } }],
+          delay_ms: 300,
+        },
+        { text: `Session ${x} done.` },
+      ],
+    })),
     { match: 'SUBAGENT-TASK', turns: [{ text: 'Subagent found 42.' }] },
     {
       match: 'DELEGATE-TASK',

@@ -1,5 +1,6 @@
 // The scripted Codex scenarios the client tests share: a file edit through apply_patch (a freeform custom
-// tool call) and an MCP tool call (a tool search, then a call inside the server's namespace).
+// tool call), an MCP tool call (a tool search, then a call inside the server's namespace), and an edit whose
+// session `exec resume` continues.
 
 export const PATCH = '*** Begin Patch\n*** Update File: a.txt\n@@\n-hello\n+hello, patched\n*** End Patch\n';
 
@@ -21,6 +22,16 @@ export const script = {
         { tool_calls: [{ type: 'tool_search', input: { query: 'lookup word', limit: 8 } }] },
         { tool_calls: [{ name: 'lookup', namespace: 'mcp__fixture', input: { word: 'cache' } }] },
         { text: 'Looked it up.' },
+      ],
+    },
+    {
+      // Matched in any message: `exec resume` sends the session's history, then the new prompt.
+      match: 'RESUMED-EDIT-TASK',
+      match_in: 'any',
+      turns: [
+        { text: 'Editing.', tool_calls: [{ type: 'custom', name: 'apply_patch', input: PATCH }] },
+        { text: 'Patched a.txt.' },
+        { text: 'Resumed answer.' },
       ],
     },
   ],

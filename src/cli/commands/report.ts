@@ -1,5 +1,6 @@
 // `cacheward report PATH` and `cacheward whatif PATH`: what happened, what it cost, and what it would have
-// cost with other settings. Thin shells over analyzePaths; warnings and progress go to stderr.
+// cost with other settings, from captures or agent transcripts. Thin shells over analyzePaths; warnings and
+// progress go to stderr.
 
 import { stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -7,6 +8,8 @@ import type { Command } from 'commander';
 import type { AnalysisResult } from '../../analyze/analyze-captures.js';
 import { formatUsd } from '../../analyze/describe-miss.js';
 import { type PriceRow, PriceTable } from '../../analyze/price-table.js';
+import { captureFiles } from '../../capture/capture-reader.js';
+import { defaultCaptureDir } from '../../capture/default-dir.js';
 import { fixRegistry } from '../../fixes/registry.js';
 import { replayCaptures } from '../../replay/replay-captures.js';
 import { tuneHeapForAnalysis } from '../../report/analysis-heap.js';
@@ -14,6 +17,7 @@ import { analyzePaths } from '../../report/analyze-paths.js';
 import { renderHtmlReport } from '../../report/html-report.js';
 import { loadPriceFile } from '../../report/price-file.js';
 import { renderTerminalReport } from '../../report/terminal-report.js';
+import { type Agent, agentFolder, isFolder } from '../../sources/agent-folders.js';
 import { captureInputs } from '../capture-inputs.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { FAIL_ON_HELP, parseThreshold, reportThresholds } from '../fail-on.js';
@@ -24,7 +28,13 @@ import { nothingReplayed } from '../replay-inputs.js';
 import { signedUsd } from '../signed-usd.js';
 import { PRICES_HELP } from './prices.js';
 
-interface ReportOptions {
+/** The shortcuts to the agents' own transcript folders. */
+interface SourceOptions {
+  claudeCode?: boolean;
+  codex?: boolean;
+}
+
+interface ReportOptions extends SourceOptions {
   json?: boolean;
   html?: string;
   prices?: string;
@@ -33,6 +43,48 @@ interface ReportOptions {
   perSession?: boolean;
   zdr?: boolean;
 }
+
+/**
+ * The paths to read: those given, plus the agents' folders the shortcuts name. With neither, the default
+ * capture folder when it holds captures, else every agent transcript folder that exists.
+ */
+async function sourcePaths(paths: readonly string[], opts: SourceOptions, io: CliIO): Promise<string[]> {
+  const out = [...paths];
+  const agents: Agent[] = [
+    ...(opts.claudeCode ? (['claude-code'] as const) : []),
+    ...(opts.codex ? (['codex'] as const) : []),
+  ];
+  for (const agent of agents) {
+    const folder = agentFolder(agent);
+    if (!(await isFolder(folder)))
+      throw new InputError(
+        `--${agent}: ${folder} does not exist (${AGENT_NAMES[agent]} writes its sessions there; set ${AGENT_ENV[agent]} if it lives elsewhere)`,
+      );
+    out.push(folder);
+  }
+  if (out.length) return out;
+  const captures = defaultCaptureDir();
+  if ((await isFolder(captures)) && (await captureFiles(captures).catch(() => [])).length) return [captures];
+  const found: string[] = [];
+  for (const agent of ['claude-code', 'codex'] as const) {
+    const folder = agentFolder(agent);
+    if (await isFolder(folder)) found.push(folder);
+  }
+  if (!found.length)
+    throw new InputError(
+      `no path given, and nothing to read where cacheward looks by default: no captures in ${captures}, no ${agentFolder('claude-code')}, no ${agentFolder('codex')}; pass a capture folder or an agent's transcripts`,
+    );
+  io.err(`cacheward: reading ${found.join(' and ')} (no captures in ${captures})`);
+  return found;
+}
+
+const AGENT_NAMES: Record<Agent, string> = { 'claude-code': 'Claude Code', codex: 'Codex' };
+const AGENT_ENV: Record<Agent, string> = { 'claude-code': 'CLAUDE_CONFIG_DIR', codex: 'CODEX_HOME' };
+const CLAUDE_CODE_HELP =
+  "read Claude Code's own transcripts ($CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)";
+const CODEX_HELP = "read Codex's own session rollouts ($CODEX_HOME/sessions, else ~/.codex/sessions)";
+const PATHS_HELP =
+  "capture files or folders (cacheward proxy --dir), or agent transcripts: ~/.claude/projects, a project folder, one session file, ~/.codex/sessions or a folder below it. With no path: the default capture folder if it holds captures, else the agents' transcript folders";
 
 async function prices(file: string | undefined): Promise<PriceTable> {
   try {
@@ -79,7 +131,7 @@ async function run(
   });
   if (!result.generatedFrom.records)
     throw new InputError(
-      `${paths.join(', ')}: no capture records could be read (${result.generatedFrom.skippedLines} lines skipped, see the warnings)`,
+      `${paths.join(', ')}: no capture records or transcript requests could be read (${result.generatedFrom.skippedLines} lines skipped, see the warnings)`,
     );
   if (!result.totals.requests)
     throw new InputError(
@@ -105,7 +157,9 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
   program
     .command('report')
     .description('what happened and what it cost: every cache miss named, located and priced')
-    .argument('<paths...>', 'capture files or folders (cacheward proxy --dir)')
+    .argument('[paths...]', PATHS_HELP)
+    .option('--claude-code', CLAUDE_CODE_HELP)
+    .option('--codex', CODEX_HELP)
     .option('--json', 'print the whole result as JSON (schema: docs/report-schema.md)')
     .option('--html <file>', 'also write a self-contained HTML report')
     .option('--prices <file>', 'a JSON list of dated price rows that add to or override the built-in table')
@@ -125,7 +179,7 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
       if (opts.html) await checkHtmlTarget(opts.html);
       // Per-request rows feed the charts and the JSON; the terminal summary does without them (constant memory).
       const result = await run(
-        paths,
+        await sourcePaths(paths, opts, io),
         io,
         await prices(opts.prices),
         undefined,
@@ -150,7 +204,9 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
   program
     .command('whatif')
     .description("the same traffic's cost under other settings, from the same cache model, per session")
-    .argument('<paths...>', 'capture files or folders')
+    .argument('[paths...]', PATHS_HELP)
+    .option('--claude-code', CLAUDE_CODE_HELP)
+    .option('--codex', CODEX_HELP)
     .option('--ttl <ttl>', 'set every breakpoint to this TTL: 5m or 1h')
     .option(
       '--fix <names>',
@@ -163,10 +219,14 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
       "\nBoth sides are priced from the cache model's reads and writes, so they compare like with like; the\nreport's spend is priced from the provider's reported usage, and the two differ where the provider\nread or wrote otherwise than the model.",
     )
     .action(
-      async (paths: string[], opts: { ttl?: string; fix?: string; prices?: string; json?: boolean }) => {
+      async (
+        given: string[],
+        opts: SourceOptions & { ttl?: string; fix?: string; prices?: string; json?: boolean },
+      ) => {
         if (opts.ttl !== undefined && opts.ttl !== '5m' && opts.ttl !== '1h') {
           throw new InputError(`--ttl ${opts.ttl}: use 5m or 1h`);
         }
+        const paths = await sourcePaths(given, opts, io);
         const table = await prices(opts.prices);
         if (opts.fix !== undefined) {
           await whatIfFixes(paths, opts.fix, opts.ttl === '5m' ? '5m' : '1h', table, io, Boolean(opts.json));

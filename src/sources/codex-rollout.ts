@@ -1,0 +1,242 @@
+// Codex's session rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) read line by line into the
+// Responses calls it records. Pure: text in, requests out; it never opens a file or keeps text past them.
+//
+// Codex resends its whole input every turn, and the rollout keeps every input and output item in order with
+// one usage record per response: a call's input is every item before its response's first output item. Not
+// recorded: the tools and the request parameters but the model and a reasoning effort the user set (they stand
+// as one opaque block sized from usage), and the id Codex gives its base-instructions message.
+
+import type { UnrecordedPart } from '../capture/capture-record.js';
+import { isObj, type Json } from '../core/json.js';
+import type { LineWarning, SourceRequest } from './source-request.js';
+import { unrecordedBlock } from './unrecorded-block.js';
+
+const KNOWN_TYPES = new Set([
+  'session_meta',
+  'response_item',
+  'event_msg',
+  'turn_context',
+  'token_usage_record',
+  'world_state',
+  'compacted',
+]);
+
+/** Codex versions whose rollouts this reader knows (0.x). */
+const KNOWN_MAJORS = new Set([0]);
+
+const UNRECORDED: UnrecordedPart[] = ['tools', 'params'];
+
+/** Items the model produces (the response's output); everything else is input the client sends. */
+function isOutput(item: Json): boolean {
+  if (item.type === 'message') return item.role === 'assistant';
+  if (item.type === 'reasoning') return true;
+  return typeof item.type === 'string' && item.type.endsWith('_call');
+}
+
+export interface CodexOptions {
+  /** The session id to use until the rollout names its own (from the file name). */
+  session?: string;
+  warn: LineWarning;
+}
+
+interface Response {
+  start: number;
+  firstByte: number;
+  /** How many of `items` its request sent. */
+  input: number;
+  line: number;
+}
+
+const time = (v: unknown): number => (typeof v === 'string' ? Date.parse(v) : Number.NaN);
+
+export class CodexRollout {
+  readonly ready: SourceRequest[] = [];
+  private session: string | undefined;
+  private base: string | undefined;
+  private model: string | undefined;
+  private effort: string | undefined;
+  private version = 'unknown';
+  /** The input so far, each item's JSON made once. */
+  private items: string[] = [];
+  private response: Response | undefined;
+  private lastTime = Number.NaN;
+  private usageRecords = false;
+  private readonly skipped = new Map<string, { line: number; count: number }>();
+
+  constructor(private readonly options: CodexOptions) {
+    this.session = options.session;
+  }
+
+  line(text: string, n: number): void {
+    if (text.trim() === '') return;
+    let v: unknown;
+    try {
+      v = JSON.parse(text);
+    } catch {
+      this.skip('torn', n, `skipped a truncated or invalid line (${text.length} characters, not JSON)`);
+      return;
+    }
+    if (!isObj(v) || typeof v.type !== 'string' || !isObj(v.payload)) {
+      this.skip('shape', n, 'skipped a line that is not a Codex rollout record');
+      return;
+    }
+    if (!KNOWN_TYPES.has(v.type)) {
+      this.skip(`type:${v.type}`, n, `skipped a record of a type this version does not know ("${v.type}")`);
+      return;
+    }
+    const p = v.payload;
+    const at = time(v.timestamp);
+    switch (v.type) {
+      case 'session_meta':
+        this.meta(p, n);
+        break;
+      case 'turn_context':
+        if (typeof p.model === 'string') this.model = p.model;
+        // Recorded when the user set it (the model's default is not written).
+        this.effort = typeof p.effort === 'string' ? p.effort : undefined;
+        break;
+      case 'response_item':
+        this.item(p, at, n);
+        break;
+      case 'token_usage_record':
+        this.usageRecords = true;
+        this.answered(isObj(p.usage) ? p.usage : undefined, p.response_id, at, n);
+        break;
+      case 'event_msg':
+        // Rollouts without usage records say each response's usage in a token_count event.
+        if (!this.usageRecords && p.type === 'token_count' && this.response) {
+          const info = isObj(p.info) ? p.info : undefined;
+          this.answered(isObj(info?.last_token_usage) ? info.last_token_usage : undefined, undefined, at, n);
+        }
+        break;
+      case 'compacted':
+        if (Array.isArray(p.replacement_history)) {
+          this.items = p.replacement_history.filter(isObj).map(wireItem);
+          this.response = undefined;
+        } else
+          this.options.warn(
+            n,
+            'a compaction whose replacement history the rollout does not hold: the calls after it are read from the items after it',
+          );
+        break;
+      default:
+        break;
+    }
+    if (!Number.isNaN(at)) this.lastTime = at;
+  }
+
+  end(): void {
+    if (this.response)
+      this.options.warn(this.response.line, 'a response with no usage in the rollout (cut off): not counted');
+    this.response = undefined;
+    for (const [reason, s] of this.skipped)
+      if (s.count > 1)
+        this.options.warn(
+          s.line,
+          `and ${s.count - 1} more line${s.count === 2 ? '' : 's'} like it (${reason})`,
+        );
+  }
+
+  private skip(reason: string, n: number, message: string): void {
+    const s = this.skipped.get(reason);
+    if (s) s.count++;
+    else {
+      this.skipped.set(reason, { line: n, count: 1 });
+      this.options.warn(n, message);
+    }
+  }
+
+  private meta(p: Json, n: number): void {
+    const version = typeof p.cli_version === 'string' ? p.cli_version : undefined;
+    const major = version ? Number(/^(\d+)\./.exec(version)?.[1]) : undefined;
+    if (major !== undefined && !KNOWN_MAJORS.has(major)) {
+      this.skip(
+        'version',
+        n,
+        `skipped the session record of Codex ${version}, a version never seen (known: 0.x)`,
+      );
+      return;
+    }
+    if (version) this.version = version;
+    const id = typeof p.id === 'string' ? p.id : typeof p.session_id === 'string' ? p.session_id : undefined;
+    if (id) this.session = id;
+    const base = isObj(p.base_instructions) ? p.base_instructions.text : undefined;
+    if (typeof base === 'string') this.base = base;
+  }
+
+  private item(p: Json, at: number, n: number): void {
+    if (isOutput(p) && !this.response)
+      this.response = {
+        start: Number.isNaN(this.lastTime) ? at : this.lastTime,
+        firstByte: at,
+        input: this.items.length,
+        line: n,
+      };
+    this.items.push(wireItem(p));
+  }
+
+  /** A response's usage: the call that got it is every item before its first output. */
+  private answered(usage: Json | undefined, responseId: unknown, at: number, n: number): void {
+    const r = this.response ?? {
+      start: Number.isNaN(this.lastTime) ? at : this.lastTime,
+      firstByte: at,
+      input: this.items.length,
+      line: n,
+    };
+    this.response = undefined;
+    if (!usage) return;
+    const session = this.session ?? 'unknown';
+    const input = [unrecordedBlock(UNRECORDED, session)];
+    // The base instructions are Codex's first input item, a developer message (its id is not recorded).
+    if (this.base !== undefined)
+      input.push(
+        JSON.stringify({
+          type: 'message',
+          role: 'developer',
+          content: [{ type: 'input_text', text: this.base }],
+        }),
+      );
+    for (let i = 0; i < r.input; i++) input.push(this.items[i] as string);
+    const model = this.model ?? 'unknown';
+    const reasoning = this.effort ? `,"reasoning":${JSON.stringify({ effort: this.effort })}` : '';
+    const body = `{"model":${JSON.stringify(model)},"stream":true,"input":[${input.join(',')}]${reasoning},"store":false,"prompt_cache_key":${JSON.stringify(session)}}`;
+    const id = typeof responseId === 'string' ? responseId : `${session}:${n}`;
+    const req: SourceRequest = {
+      id,
+      line: r.line,
+      provider: 'openai',
+      route: '/v1/responses',
+      session: { key: `pck:${session}`, source: 'prompt_cache_key' },
+      headers: { 'user-agent': `codex_exec/${this.version}` },
+      betas: [],
+      model,
+      times: { start: r.start, firstByte: r.firstByte, end: at },
+      body: Buffer.from(body),
+      usage: responsesUsage(usage),
+      unrecorded: { parts: UNRECORDED, scope: session },
+      exact: false,
+    };
+    if (typeof responseId === 'string') req.responseId = responseId;
+    this.ready.push(req);
+  }
+}
+
+/** An item as Codex sends it: the rollout's, without the metadata it keeps for itself. */
+function wireItem(p: Json): string {
+  const { internal_chat_message_metadata_passthrough: _kept, ...item } = p;
+  return JSON.stringify(item);
+}
+
+/** The rollout's usage in the Responses API's own shape (what the provider sent). */
+function responsesUsage(u: Json): Record<string, unknown> {
+  const num = (v: unknown) => (typeof v === 'number' ? v : 0);
+  const details: Json = { cached_tokens: num(u.cached_input_tokens) };
+  if ('cache_write_input_tokens' in u) details.cache_write_tokens = num(u.cache_write_input_tokens);
+  return {
+    input_tokens: num(u.input_tokens),
+    input_tokens_details: details,
+    output_tokens: num(u.output_tokens),
+    output_tokens_details: { reasoning_tokens: num(u.reasoning_output_tokens) },
+    total_tokens: num(u.total_tokens),
+  };
+}

@@ -1,0 +1,50 @@
+// Reads one agent transcript as a stream of capture records, the same shape the capture reader yields: lines
+// go to the agent's adapter, requests through the prefix model. A shell (reads the file); memory holds what the
+// adapter needs of one session, never the file.
+
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import type { ReadCapturesOptions, ReadRecord } from '../capture/capture-reader.js';
+import { ClaudeCodeTranscript } from './claude-code-transcript.js';
+import { CodexRollout } from './codex-rollout.js';
+import { SourceRecords } from './source-records.js';
+import type { SourceRequest } from './source-request.js';
+import { rolloutSession, subagentOf } from './transcript-files.js';
+import type { SourceKind } from './transcript-kind.js';
+
+export async function* readTranscript(
+  file: string,
+  kind: Exclude<SourceKind, 'capture'>,
+  options: ReadCapturesOptions,
+  sources: SourceRecords = new SourceRecords(),
+): AsyncGenerator<ReadRecord> {
+  const warn = (line: number, message: string) => options.onWarning?.(`${file}:${line}: ${message}`);
+  const agentId = subagentOf(file);
+  const session = rolloutSession(file);
+  const adapter =
+    kind === 'codex'
+      ? new CodexRollout({ warn, ...(session ? { session } : {}) })
+      : new ClaudeCodeTranscript({ warn, ...(agentId ? { agentId } : {}) });
+  const size = (await stat(file)).size;
+  const bodies = options.bodies !== false;
+  const made = (req: SourceRequest): ReadRecord => {
+    const out: ReadRecord = { record: sources.record(req), file, line: req.line };
+    // Only a body rebuilt exactly stands for what was sent (a replay runs fixes on it).
+    if (bodies && req.exact) out.body = req.body;
+    return out;
+  };
+  const lines = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
+  let n = 0;
+  let bytes = 0;
+  for await (const text of lines) {
+    n++;
+    bytes += Buffer.byteLength(text) + 1;
+    if (n % 1000 === 0) options.onProgress?.(file, bytes, size);
+    adapter.line(text, n);
+    while (adapter.ready.length) yield made(adapter.ready.shift() as SourceRequest);
+  }
+  adapter.end();
+  while (adapter.ready.length) yield made(adapter.ready.shift() as SourceRequest);
+  options.onProgress?.(file, size, size);
+}
