@@ -11,6 +11,7 @@ import {
 import { describeMiss } from '../analyze/describe-miss.js';
 import type { PriceTable } from '../analyze/price-table.js';
 import type { CaptureRecord } from '../capture/capture-record.js';
+import { capLabel, LABEL_MAX } from '../core/cap-label.js';
 import { StepQueue } from '../core/step-queue.js';
 import { clockTimeMs } from '../report/miss-line.js';
 import { drainSteps } from '../wire/json-scan.js';
@@ -138,7 +139,9 @@ export class LiveAnalysis {
    * {@link add} in bounded steps (the analyzer's), after every add queued before it: a 100,000-message
    * record is analyzed over many slices, and another record's analysis never runs in its middle.
    */
-  *addSteps(record: CaptureRecord): Generator<void, LiveRequest | undefined> {
+  *addSteps(full: CaptureRecord): Generator<void, LiveRequest | undefined> {
+    // Labels and model names as long as a client made them are kept and shown capped (cap-label.ts).
+    const record = withCappedLabels(full);
     const a = yield* this.line.run(this.analyzer.addSteps(record));
     if (!a) return undefined;
     const u = a.usage;
@@ -226,6 +229,16 @@ export class LiveAnalysis {
       this.minutes.delete(first);
     }
   }
+}
+
+/** The record, or a copy with its session label and model names capped when one is longer than the cap. */
+function withCappedLabels(r: CaptureRecord): CaptureRecord {
+  const long = (v: string | undefined) => v !== undefined && v.length > LABEL_MAX;
+  if (!long(r.session.key) && !long(r.model) && !long(r.responseModel)) return r;
+  const out: CaptureRecord = { ...r, session: { ...r.session, key: capLabel(r.session.key) } };
+  if (r.model !== undefined) out.model = capLabel(r.model);
+  if (r.responseModel !== undefined) out.responseModel = capLabel(r.responseModel);
+  return out;
 }
 
 /** The log line for a finished request: time, session, model, hit rate, cause when it missed, cost. */

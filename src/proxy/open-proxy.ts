@@ -19,6 +19,7 @@ import { ExchangeRecorder } from './exchange-recorder.js';
 import { serveExpectContinue } from './expect-continue.js';
 import { HostCheck } from './host-check.js';
 import type { LiveAnalysis } from './live-analysis.js';
+import { LiveEvents } from './live-events.js';
 import { MemoryRelease, processMemory } from './memory-release.js';
 import { listenHost, type ProxyConfig } from './proxy-config.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
@@ -93,6 +94,7 @@ export async function openProxy(
     logger.request(row);
     telemetry?.export(detail);
   });
+  const events = new LiveEvents(live);
   const recording = new Set<Promise<void>>();
   // CACHEWARD_SLICE_CPU=1 (bench:proxy) also tells the CPU time of the longest slice: preempted or busy.
   const slices =
@@ -146,8 +148,13 @@ export async function openProxy(
     admin: {
       health,
       metricsText: () =>
-        metrics.render() + state.metricsText() + slices.metricsText() + (telemetry?.metricsText() ?? ''),
+        metrics.render() +
+        state.metricsText() +
+        slices.metricsText() +
+        events.metricsText() +
+        (telemetry?.metricsText() ?? ''),
       live,
+      events,
     },
   });
 
@@ -208,6 +215,7 @@ export async function openProxy(
     },
     async close() {
       unsubscribe();
+      events.close();
       memory.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -3,6 +3,7 @@
 // mapping from the analyzer's row and the capture record; it never computes a cause or reads a clock.
 
 import { describeMiss } from '../analyze/describe-miss.js';
+import { capLabel } from '../core/cap-label.js';
 import type { LiveDetail } from '../proxy/live-analysis.js';
 
 export type AttributeValue = string | number | boolean | string[];
@@ -13,7 +14,7 @@ const NOT_FIXES = new Set(['pipeline', 'guard', 'state']);
 
 /** The span's name, kind-free: `{gen_ai.operation.name} {gen_ai.request.model}`. */
 export function spanName(e: LiveDetail): string {
-  return e.record.model ? `chat ${e.record.model}` : 'chat';
+  return e.record.model ? `chat ${capLabel(e.record.model)}` : 'chat';
 }
 
 /** Whether a request is one the conventions describe (a chat call; count_tokens is not). */
@@ -30,8 +31,8 @@ export function spanAttributes(e: LiveDetail): Attributes {
     'cacheward.outcome': r.outcome,
     'url.path': r.route,
   };
-  if (r.model) out['gen_ai.request.model'] = r.model;
-  if (r.responseModel) out['gen_ai.response.model'] = r.responseModel;
+  if (r.model) out['gen_ai.request.model'] = capLabel(r.model);
+  if (r.responseModel) out['gen_ai.response.model'] = capLabel(r.responseModel);
   if (r.responseId) out['gen_ai.response.id'] = r.responseId;
   if (r.stopReason) out['gen_ai.response.finish_reasons'] = [r.stopReason];
   if (r.status !== undefined) out['http.response.status_code'] = r.status;
@@ -46,8 +47,8 @@ export function spanAttributes(e: LiveDetail): Attributes {
   }
   // The session label the client sent (none: the conversation stands for it).
   const labelled = !['conversation', 'lineage', 'none'].includes(r.session.source);
-  if (labelled) out['cacheward.session.label'] = r.session.key;
-  out['cacheward.session'] = a.session;
+  if (labelled) out['cacheward.session.label'] = capLabel(r.session.key);
+  out['cacheward.session'] = capLabel(a.session);
   out['gen_ai.conversation.id'] = a.conversation;
   out['cacheward.conversation.id'] = a.conversation;
   out['cacheward.conversation.relation'] = a.relation;
