@@ -8,6 +8,7 @@ import { Agent } from 'undici';
 import { CaptureWriter } from '../capture/capture-writer.js';
 import { defaultCaptureDir } from '../capture/default-dir.js';
 import type { ListenOptions } from '../core/listen.js';
+import { redactUrl } from '../core/redact-url.js';
 import { VERSION } from '../core/version.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
 import { createProxyState } from '../state/create-proxy-state.js';
@@ -21,6 +22,7 @@ import { HostCheck } from './host-check.js';
 import type { LiveAnalysis } from './live-analysis.js';
 import { LiveEvents } from './live-events.js';
 import { MemoryRelease, processMemory } from './memory-release.js';
+import { OriginCheck } from './origin-check.js';
 import { listenHost, type ProxyConfig } from './proxy-config.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 import { ProxyConfigError, type ProxyHealth, type ProxyOptions } from './proxy-options.js';
@@ -110,6 +112,7 @@ export async function openProxy(
   });
   const admission = new Admission({
     hosts: new HostCheck([...(options.allowedHosts ?? []), host]),
+    origins: new OriginCheck(options.allowedOrigins),
     token: options.token,
     metrics,
   });
@@ -120,7 +123,7 @@ export async function openProxy(
     return {
       status: capture.state === 'degraded' || st.status === 'degraded' ? 'degraded' : 'ok',
       version: VERSION,
-      upstreams,
+      upstreams: { anthropic: redactUrl(upstreams.anthropic), openai: redactUrl(upstreams.openai) },
       capture,
       fixes: fixes.map((f) => f.name),
       state: st,

@@ -54,6 +54,12 @@ export interface ProxyOptions {
   /** Host names served besides loopback names and IP literals (others are refused: DNS rebinding). */
   allowedHosts?: readonly string[];
   /**
+   * Web origins (`http://localhost:5173`) whose pages may send through the proxy: a browser app you run
+   * yourself. Requests from any other origin's page are refused (403); clients that send no Origin (SDKs,
+   * curl, agents) are never affected.
+   */
+  allowedOrigins?: readonly string[];
+  /**
    * Where the proxy says what happened: `warn` (capture or state degraded, a fix failed open), `info`,
    * `error` (a bug: the client got a 500), and `request` with every finished request once the live
    * analysis has named it (the CLI's per-request line). Default: info, warn and error on stderr.

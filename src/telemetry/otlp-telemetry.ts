@@ -20,6 +20,7 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import { PriceTable } from '../analyze/price-table.js';
+import { redactUrl } from '../core/redact-url.js';
 import { VERSION } from '../core/version.js';
 import type { LiveDetail } from '../proxy/live-analysis.js';
 import { BoundedLabel } from './bounded-labels.js';
@@ -290,7 +291,7 @@ export class OtlpTelemetry {
   health(): OtlpHealth {
     const c = this.counts;
     return {
-      endpoint: this.options.endpoint,
+      endpoint: redactUrl(this.options.endpoint),
       exported: c.exportedSpans + c.exportedPoints,
       dropped: c.droppedSpans + c.droppedPoints,
     };
