@@ -51,6 +51,10 @@ interface Counts {
   droppedPoints: number;
   /** Spans handed to the batch processor and not yet taken into an export. */
   queued: number;
+  /** Spans in an export the collector has not answered yet. */
+  sending: number;
+  /** Stopped without waiting for the collector: what it answers later is no longer counted. */
+  abandoned: boolean;
 }
 
 const ok = (r: ExportResult) => r.code === ExportResultCode.SUCCESS;
@@ -63,7 +67,10 @@ class CountingSpanExporter implements SpanExporter {
   ) {}
   export(spans: ReadableSpan[], done: (r: ExportResult) => void): void {
     this.counts.queued = Math.max(0, this.counts.queued - spans.length);
+    this.counts.sending += spans.length;
     this.inner.export(spans, (r) => {
+      if (this.counts.abandoned) return done(r);
+      this.counts.sending -= spans.length;
       if (ok(r)) this.counts.exportedSpans += spans.length;
       else this.counts.droppedSpans += spans.length;
       done(r);
@@ -115,6 +122,8 @@ export class OtlpTelemetry {
     exportedPoints: 0,
     droppedPoints: 0,
     queued: 0,
+    sending: 0,
+    abandoned: false,
   };
   private readonly tracerProvider: BasicTracerProvider;
   private readonly meterProvider: MeterProvider;
@@ -134,7 +143,10 @@ export class OtlpTelemetry {
     { provider: string; model: string; read: number; input: number }
   >();
 
-  constructor(private readonly options: OtlpOptions) {
+  constructor(
+    private readonly options: OtlpOptions,
+    private readonly log: (line: string) => void = () => {},
+  ) {
     const resource = resourceFromAttributes({
       'service.name': options.serviceName ?? 'cacheward-proxy',
       'service.version': VERSION,
@@ -317,8 +329,28 @@ export class OtlpTelemetry {
     await Promise.allSettled([this.tracerProvider.forceFlush(), this.meterProvider.forceFlush()]);
   }
 
-  /** Sends what is pending and stops; a collector that does not answer costs at most its timeout. */
-  async shutdown(): Promise<void> {
-    await Promise.allSettled([this.tracerProvider.shutdown(), this.meterProvider.shutdown()]);
+  /**
+   * Sends what is pending and stops, waiting for the collector `budgetMs` at most (default 1,000): spans
+   * still unsent then are dropped, counted, and said in one line. Resolves with how many were dropped.
+   */
+  async shutdown(budgetMs = 1_000): Promise<number> {
+    const stopped = Promise.allSettled([this.tracerProvider.shutdown(), this.meterProvider.shutdown()]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), budgetMs);
+    });
+    const outcome = await Promise.race([stopped, late]);
+    clearTimeout(timer);
+    if (outcome !== 'late') return 0;
+    const c = this.counts;
+    const unsent = c.queued + c.sending;
+    c.droppedSpans += unsent;
+    c.queued = 0;
+    c.sending = 0;
+    c.abandoned = true;
+    this.log(
+      `OTLP: the collector at ${redactUrl(this.options.endpoint)} did not take the last export within ${budgetMs} ms of the stop; ${unsent} span${unsent === 1 ? '' : 's'} not sent ${unsent === 1 ? 'was' : 'were'} dropped (and the last metric points with them)`,
+    );
+    return unsent;
   }
 }

@@ -16,5 +16,5 @@ export async function startTelemetry(
   if (!options) return undefined;
   const { OtlpTelemetry } = await import('./otlp-telemetry.js');
   log(`exporting OTLP to ${redactUrl(options.tracesUrl ?? '')} and ${redactUrl(options.metricsUrl ?? '')}`);
-  return new OtlpTelemetry(options);
+  return new OtlpTelemetry(options, log);
 }

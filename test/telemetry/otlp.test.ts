@@ -3,6 +3,8 @@
 // metric points with bounded labels; and a collector that is down costs only a dropped-points counter.
 
 import { mkdtempSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -12,6 +14,7 @@ import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo
 import { type CachewardProxy, createProxy } from '../../src/proxy/create-proxy.js';
 import { createSimulator, type Simulator } from '../../src/sim/simulator.js';
 import { otlpOptions } from '../../src/telemetry/otlp-config.js';
+import { startCliProxy } from '../proxy/cli-proxy.js';
 import { type OtlpReceiver, startOtlpReceiver } from './otlp-receiver.js';
 
 type Json = Record<string, unknown>;
@@ -45,7 +48,7 @@ afterAll(async () => {
   await receiver.close();
 });
 
-async function drive(proxy: CachewardProxy, label: string) {
+async function drive(proxy: Pick<CachewardProxy, 'url'>, label: string) {
   const client = new Anthropic({ apiKey: KEY, baseURL: proxy.url, maxRetries: 0 });
   const ids: string[] = [];
   for (const [i, body] of session().entries()) {
@@ -182,6 +185,44 @@ describe('OTLP export', () => {
     expect(metrics).toMatch(/cacheward_otlp_dropped_total\{signal="traces"\} [4-9]/);
     await proxy.close();
   });
+});
+
+describe('stopping with a collector that does not answer', () => {
+  it('SIGTERM ends the proxy within 2 s, and one line says how many spans were dropped', async () => {
+    // One collector refuses connections; another accepts them and never answers.
+    const refused = await startOtlpReceiver();
+    const refusedUrl = refused.url;
+    await refused.close();
+    const silent = createServer((socket) => socket.on('data', () => {}));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      for (const collector of [refusedUrl, silentUrl]) {
+        // Spans wait in the batch for a minute: at the stop, every one of them is still unsent.
+        const p = await startCliProxy(
+          ['--upstream', simUrl, '--capture', 'off', '--no-warm-up', '--otlp', collector],
+          {
+            env: { OTEL_BSP_SCHEDULE_DELAY: '60000' },
+          },
+        );
+        const ids = await drive(p, `stop-${collector}`);
+        expect(ids).toHaveLength(4);
+        // A span is made once its exchange has been analyzed: all four have been when the page counts four.
+        type State = { totals: { requests: number } };
+        while (((await (await fetch(`${p.url}/_cacheward/state`)).json()) as State).totals.requests < 4)
+          await new Promise((r) => setTimeout(r, 20));
+        const t0 = performance.now();
+        p.child.kill('SIGTERM');
+        expect(await p.exited).toBe(0);
+        expect(performance.now() - t0).toBeLessThan(2_000);
+        const said = p.stderr.filter((l) => l.includes('spans not sent were dropped'));
+        expect(said).toHaveLength(1);
+        expect(said[0]).toMatch(/did not take the last export within 1000 ms of the stop; 4 spans not sent/);
+      }
+    } finally {
+      silent.close();
+    }
+  }, 60_000);
 });
 
 describe('where OTLP goes', () => {
