@@ -47,6 +47,9 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
             : {}),
         },
       });
+      // Listening for the stop before the URL is printed: a client that reads it and stops the proxy at once
+      // must find the handler there (else SIGTERM's default ends the process with nothing flushed or said).
+      const stop = waitForStop();
       const h = proxy.health();
       io.out(`cacheward proxy listening on ${proxy.url}`);
       io.out(
@@ -58,7 +61,7 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
         io.out(
           `  state: ${h.state.url} (prefix ${h.state.prefix}, ${h.state.status}); instance ${h.state.instance}`,
         );
-      const reason = await waitForStop();
+      const reason = await stop;
       await proxy.close();
       const after = proxy.health().capture;
       if (reason !== 'EPIPE' && after.mode !== 'off') {
