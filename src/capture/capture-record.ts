@@ -79,6 +79,11 @@ export interface CaptureRecord {
   /** The session label (`source` says which hint), or the conversation id when the request has no label. */
   session: { key: string; source: string };
   conversation?: CapturedConversation;
+  /**
+   * The request's output budget, when it set one: `max_tokens` (Anthropic, OpenAI Chat's older name),
+   * `max_completion_tokens` (OpenAI Chat) or `max_output_tokens` (Responses).
+   */
+  maxTokens?: number;
   /** OpenAI request options the cache model reads (retention, breakpoint mode), when sent. */
   cacheOptions?: { retention?: string; mode?: string };
   provider: 'anthropic' | 'openai' | 'unknown';

@@ -66,7 +66,7 @@ export async function openProxy(
   }
   let telemetry: Awaited<ReturnType<typeof startTelemetry>>;
   try {
-    telemetry = await startTelemetry(options.otlp, logger.info);
+    telemetry = await startTelemetry(options.otlp, logger.info, upstreams);
   } catch (err) {
     await state.close();
     if (err instanceof OtlpConfigError) throw new ProxyConfigError(err.message);

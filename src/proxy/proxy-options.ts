@@ -97,7 +97,7 @@ export interface ProxyHealth {
   /** Where conversations and fix state live, and whether it answers. */
   state: StateHealth;
   /** OTLP export, when on: where, and what a down collector cost. */
-  otlp?: { endpoint: string; exported: number; dropped: number };
+  otlp?: { endpoint: string; instance: string; exported: number; dropped: number };
   /** The process's memory (bytes) and how many conversations the state holds (bounded). */
   memory: ProcessMemory;
 }

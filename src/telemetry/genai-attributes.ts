@@ -22,7 +22,26 @@ export function isChatCall(e: LiveDetail): boolean {
   return !e.record.route.includes('count_tokens');
 }
 
-export function spanAttributes(e: LiveDetail): Attributes {
+/** The upstream a request went to, as the conventions name it: host and port. */
+export interface ServerAddress {
+  address: string;
+  port: number;
+}
+
+/** `server.address` and `server.port` of an upstream base URL (the scheme's default port when it names none). */
+export function serverAddress(base: string): ServerAddress | undefined {
+  try {
+    const u = new URL(base);
+    return {
+      address: u.hostname.replace(/^\[|\]$/g, ''),
+      port: u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+export function spanAttributes(e: LiveDetail, server?: ServerAddress): Attributes {
   const { record: r, analyzed: a } = e;
   const out: Attributes = {
     'gen_ai.operation.name': 'chat',
@@ -31,7 +50,12 @@ export function spanAttributes(e: LiveDetail): Attributes {
     'cacheward.outcome': r.outcome,
     'url.path': r.route,
   };
+  if (server) {
+    out['server.address'] = server.address;
+    out['server.port'] = server.port;
+  }
   if (r.model) out['gen_ai.request.model'] = capLabel(r.model);
+  if (r.maxTokens !== undefined) out['gen_ai.request.max_tokens'] = r.maxTokens;
   if (r.responseModel) out['gen_ai.response.model'] = capLabel(r.responseModel);
   if (r.responseId) out['gen_ai.response.id'] = r.responseId;
   if (r.stopReason) out['gen_ai.response.finish_reasons'] = [r.stopReason];

@@ -2,6 +2,7 @@
 // batched and sent on the SDK's own timers. Never on the request path; a collector that is down costs
 // the proxy only a count of dropped spans and points.
 
+import { randomUUID } from 'node:crypto';
 import { type Counter, type Histogram, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { type ExportResult, ExportResultCode } from '@opentelemetry/core';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
@@ -24,12 +25,26 @@ import { redactUrl } from '../core/redact-url.js';
 import { VERSION } from '../core/version.js';
 import type { LiveDetail } from '../proxy/live-analysis.js';
 import { BoundedLabel } from './bounded-labels.js';
-import { isChatCall, spanAttributes, spanName } from './genai-attributes.js';
+import {
+  isChatCall,
+  type ServerAddress,
+  serverAddress,
+  spanAttributes,
+  spanName,
+} from './genai-attributes.js';
 import type { OtlpOptions } from './otlp-config.js';
+
+/**
+ * This process's `service.instance.id` (a random UUID, as the conventions advise): one per process, so a
+ * backend tells a fleet's proxies apart; on `/_cacheward/health` as `otlp.instance`.
+ */
+export const SERVICE_INSTANCE_ID = randomUUID();
 
 /** What `/_cacheward/health` says about the export. */
 export interface OtlpHealth {
   endpoint: string;
+  /** The `service.instance.id` the export carries. */
+  instance: string;
   /** Spans and metric points the collector accepted, and those dropped (collector down, queue full). */
   exported: number;
   dropped: number;
@@ -143,13 +158,23 @@ export class OtlpTelemetry {
     { provider: string; model: string; read: number; input: number }
   >();
 
+  /** Each provider's upstream as `server.address` and `server.port`. */
+  private readonly servers: Partial<Record<string, ServerAddress>> = {};
+
+  /** `upstreams`: each provider's base URL, for the spans' `server.address` and `server.port`. */
   constructor(
     private readonly options: OtlpOptions,
     private readonly log: (line: string) => void = () => {},
+    upstreams: Partial<Record<'anthropic' | 'openai', string>> = {},
   ) {
+    for (const [provider, base] of Object.entries(upstreams)) {
+      const s = base === undefined ? undefined : serverAddress(base);
+      if (s) this.servers[provider] = s;
+    }
     const resource = resourceFromAttributes({
       'service.name': options.serviceName ?? 'cacheward-proxy',
       'service.version': VERSION,
+      'service.instance.id': SERVICE_INSTANCE_ID,
     });
     const prices = new PriceTable();
     this.models = new BoundedLabel((m) => prices.lookup(m)?.model);
@@ -292,7 +317,7 @@ export class OtlpTelemetry {
     const span = this.tracerProvider.getTracer('cacheward', VERSION).startSpan(spanName(e), {
       kind: SpanKind.CLIENT,
       startTime: r.times.start,
-      attributes: spanAttributes(e),
+      attributes: spanAttributes(e, this.servers[r.provider]),
     });
     if (r.status !== undefined && r.status >= 400)
       span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${r.status}` });
@@ -304,6 +329,7 @@ export class OtlpTelemetry {
     const c = this.counts;
     return {
       endpoint: redactUrl(this.options.endpoint),
+      instance: SERVICE_INSTANCE_ID,
       exported: c.exportedSpans + c.exportedPoints,
       dropped: c.droppedSpans + c.droppedPoints,
     };

@@ -11,10 +11,11 @@ export type { OtlpOptions } from './otlp-config.js';
 export async function startTelemetry(
   option: string | OtlpOptions | undefined,
   log: (line: string) => void,
+  upstreams: Partial<Record<'anthropic' | 'openai', string>> = {},
 ): Promise<OtlpTelemetry | undefined> {
   const options = otlpOptions(option);
   if (!options) return undefined;
   const { OtlpTelemetry } = await import('./otlp-telemetry.js');
   log(`exporting OTLP to ${redactUrl(options.tracesUrl ?? '')} and ${redactUrl(options.metricsUrl ?? '')}`);
-  return new OtlpTelemetry(options, log);
+  return new OtlpTelemetry(options, log, upstreams);
 }

@@ -8,12 +8,14 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.js';
 import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { type CachewardProxy, createProxy } from '../../src/proxy/create-proxy.js';
 import { createSimulator, type Simulator } from '../../src/sim/simulator.js';
 import { otlpOptions } from '../../src/telemetry/otlp-config.js';
+import { SERVICE_INSTANCE_ID } from '../../src/telemetry/otlp-telemetry.js';
 import { startCliProxy } from '../proxy/cli-proxy.js';
 import { type OtlpReceiver, startOtlpReceiver } from './otlp-receiver.js';
 
@@ -79,6 +81,9 @@ describe('OTLP export', () => {
     const ids = await drive(proxy, 'otel-session');
     await proxy.flush();
     expect(proxy.health().otlp).toMatchObject({ endpoint: receiver.url, dropped: 0 });
+    // One service.instance.id per process, on the health endpoint too.
+    const instance = proxy.health().otlp?.instance;
+    expect(instance).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     await proxy.close();
 
     expect([...receiver.contentTypes]).toEqual(['application/json']);
@@ -89,6 +94,11 @@ describe('OTLP export', () => {
       expect(s.name).toBe('chat claude-opus-5');
       expect(s.kind).toBe(3); // CLIENT
       expect(s.resource['service.name']).toBe('cacheward-proxy');
+      expect(s.resource['service.instance.id']).toBe(instance);
+      // The upstream it went to, and the output budget the request asked for.
+      expect(s.attributes['server.address']).toBe('127.0.0.1');
+      expect(s.attributes['server.port']).toBe(Number(new URL(simUrl).port));
+      expect(s.attributes['gen_ai.request.max_tokens']).toBe(session()[0]?.max_tokens);
       expect(s.attributes).toMatchObject({
         'gen_ai.operation.name': 'chat',
         'gen_ai.provider.name': 'anthropic',
@@ -158,6 +168,30 @@ describe('OTLP export', () => {
     }
   });
 
+  it("names the OpenAI output budget as gen_ai.request.max_tokens, from Chat's and Responses' own fields", async () => {
+    const proxy = createProxy({
+      upstream: simUrl,
+      clock,
+      capture: 'off',
+      dir: mkdtempSync(join(tmpdir(), 'cacheward-otlp-openai-')),
+      otlp: { endpoint: receiver.url, spanDelayMs: 20, metricIntervalMs: 60_000 },
+      logger: {},
+    });
+    await proxy.listen();
+    const client = new OpenAI({ apiKey: 'sk-test-otlp', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+    const headers = { 'x-cacheward-session': 'otel-openai' };
+    await client.chat.completions.create(
+      { model: 'gpt-5.4', max_completion_tokens: 77, messages: [{ role: 'user', content: 'hello' }] },
+      { headers },
+    );
+    await client.responses.create({ model: 'gpt-5.4', max_output_tokens: 88, input: 'hello' }, { headers });
+    await proxy.flush();
+    await proxy.close();
+    const spans = receiver.spans.filter((s) => s.attributes['cacheward.session.label'] === 'otel-openai');
+    expect(spans.map((s) => s.attributes['gen_ai.request.max_tokens'])).toEqual([77, 88]);
+    for (const s of spans) expect(s.attributes['server.port']).toBe(Number(new URL(simUrl).port));
+  });
+
   it('costs nothing but a dropped counter when the collector is down', async () => {
     const down = await startOtlpReceiver();
     const url = down.url;
@@ -207,6 +241,11 @@ describe('stopping with a collector that does not answer', () => {
         );
         const ids = await drive(p, `stop-${collector}`);
         expect(ids).toHaveLength(4);
+        // Another process: another service.instance.id.
+        type Health = { otlp: { instance: string } };
+        const other = ((await (await fetch(`${p.url}/_cacheward/health`)).json()) as Health).otlp.instance;
+        expect(other).toMatch(/^[0-9a-f-]{36}$/);
+        expect(other).not.toBe(SERVICE_INSTANCE_ID);
         // A span is made once its exchange has been analyzed: all four have been when the page counts four.
         type State = { totals: { requests: number } };
         while (((await (await fetch(`${p.url}/_cacheward/state`)).json()) as State).totals.requests < 4)
