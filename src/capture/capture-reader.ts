@@ -1,5 +1,6 @@
-// Reads capture files as a stream, in order, rebuilding full-mode bodies byte-exactly. A torn or invalid
-// line is skipped with a warning naming its file and line; memory does not grow with the capture's size.
+// Reads capture files as a stream, in order, rebuilding full-mode bodies byte-exactly, and hands on the
+// markers of exchanges not captured. A torn or invalid line is skipped with a warning naming its file and
+// line; memory does not grow with the capture's size.
 
 import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
@@ -9,6 +10,7 @@ import { normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js'
 import { BodyReconstructionError, rebuildBody } from './body-delta.js';
 import type { CapturedBlock, CapturedPrefix, CaptureRecord } from './capture-record.js';
 import { CAPTURE_FILE } from './capture-writer.js';
+import { isNotCaptured, type NotCapturedMarker } from './not-captured.js';
 
 /** One record as read, with where it came from and, in full mode, its rebuilt bodies. */
 
@@ -40,6 +42,8 @@ export interface ReadCapturesOptions {
   bodies?: boolean;
   /** Told how far each file has been read: bytes so far, and the file's size. */
   onProgress?: (file: string, bytes: number, size: number) => void;
+  /** Told of every marker of exchanges the proxy did not capture (a file may hold several). */
+  onNotCaptured?: (marker: NotCapturedMarker, file: string, line: number) => void;
 }
 
 /** The capture files a path names: a file as it is, a folder's `capture-*.jsonl` oldest first. */
@@ -92,6 +96,10 @@ export async function* readCaptures(
           value = JSON.parse(text);
         } catch {
           warn(`${file}:${n}: skipped a torn or invalid line (${text.length} characters, not JSON)`);
+          continue;
+        }
+        if (isNotCaptured(value)) {
+          options.onNotCaptured?.(value, file, n);
           continue;
         }
         if (!isRecord(value)) {

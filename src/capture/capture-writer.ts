@@ -1,6 +1,7 @@
 // Appends capture records to JSONL files (0600; folders it creates 0700), rotating, held under --max-mb as it
 // writes, full-mode bodies stored as deltas. It never blocks or fails traffic: a write error degrades capture only.
 
+import { randomBytes } from 'node:crypto';
 import { chmod, type FileHandle, mkdir, open, readdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.js';
@@ -15,6 +16,7 @@ import {
   sameBlockMoved,
 } from './capture-record.js';
 import { jsonLineSteps } from './json-line-steps.js';
+import { type NotCapturedMarker, NotCapturedTally } from './not-captured.js';
 import { type SessionBase, SessionBases } from './session-bases.js';
 
 /** Options for a {@link CaptureWriter}. */
@@ -103,6 +105,8 @@ export class CaptureWriter {
   private queuedBytes = 0;
   private draining: Promise<void> | undefined;
   private readonly bases = new SessionBases();
+  /** Exchanges dropped or failed and not yet said in a marker line (not-captured.ts). */
+  private readonly untold = new NotCapturedTally(`nc_${process.pid}_${randomBytes(4).toString('hex')}`);
   private dirChecked = false;
   /** The current file did not exist before this writer opened it. */
   private createdEmpty = false;
@@ -157,6 +161,7 @@ export class CaptureWriter {
       (this.queue.length > 0 && this.queuedBytes + size > this.opts.maxQueueBytes)
     ) {
       this.status.dropped++;
+      this.untold.add('dropped', 1, this.opts.clock.now());
       return;
     }
     this.queuedBytes += size;
@@ -203,14 +208,22 @@ export class CaptureWriter {
       const flushBatch = async () => {
         if (!batch.length) return;
         const lines = batch;
-        const bytes = batchBytes;
+        let bytes = batchBytes;
         const records = batchRecords;
         batch = [];
         batchBytes = 0;
         batchRecords = 0;
+        // Exchanges not captured so far are said first, in the same write.
+        const marker = this.untold.take();
+        if (marker) {
+          const line = markerLine(marker);
+          lines.unshift(line);
+          bytes += line.length;
+        }
         try {
           await this.commit(lines, bytes, records);
         } catch (err) {
+          if (marker) this.untold.restore(marker);
           // Every record of the batch shares the fate of the write that failed.
           await this.failed(err, records);
         }
@@ -223,6 +236,7 @@ export class CaptureWriter {
           let bytes = line.bytes;
           if (this.opts.maxBytes !== undefined && bytes > this.opts.maxBytes) {
             this.status.dropped++;
+            this.untold.add('dropped', 1, this.opts.clock.now());
             this.log(`capture: a record of ${bytes} bytes is larger than --max-mb; it was not written`);
             continue;
           }
@@ -248,6 +262,18 @@ export class CaptureWriter {
         if (batchBytes >= BATCH_BYTES) await flushBatch();
       }
       await flushBatch();
+    }
+    // Drops counted after the last batch was made: said now, in a line of their own.
+    const marker = this.untold.take();
+    if (marker) {
+      try {
+        if (!this.handle) await this.rotate();
+        const line = markerLine(marker);
+        await this.commit([line], line.length, 0);
+      } catch (err) {
+        this.untold.restore(marker);
+        await this.failed(err, 0);
+      }
     }
   }
 
@@ -308,6 +334,7 @@ export class CaptureWriter {
     await h?.close().catch(() => {});
     if (emptyFile) await unlink(emptyFile).catch(() => {});
     this.status.failed += records;
+    this.untold.add('failed', records, this.opts.clock.now());
   }
 
   /** What the next record of this session is stored against. */
@@ -434,6 +461,11 @@ export class CaptureWriter {
       this.log(`capture: removed ${name} to stay under --max-mb`);
     }
   }
+}
+
+/** A marker as its line. */
+function markerLine(m: NotCapturedMarker): Buffer {
+  return Buffer.from(`${JSON.stringify(m)}\n`);
 }
 
 /** `{ ...o, [key]: value }` (the key last unless `o` has it), without the spread's slow path for a new key. */

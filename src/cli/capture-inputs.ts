@@ -50,9 +50,14 @@ class NotACapture extends Error {
 
 /** A capture file begins with a capture record: records are appended whole, so only a last line can be torn. */
 async function checkCaptureFile(file: string): Promise<void> {
+  let marker = false;
   try {
     for await (const _ of readCaptures([file], {
       bodies: false,
+      // A file whose records were all lost still says so: it is a capture.
+      onNotCaptured: () => {
+        marker = true;
+      },
       onWarning: (w) => {
         // Only a skipped line disqualifies the file; other warnings concern a record that was read.
         if (!w.includes(': skipped ')) return;
@@ -67,5 +72,6 @@ async function checkCaptureFile(file: string): Promise<void> {
       `${file}:${err.line}: not a capture file: this line is not a cacheward capture record; ${WHAT_TO_PASS}`,
     );
   }
+  if (marker) return;
   throw new InputError(`${file}: an empty file, not a capture; ${WHAT_TO_PASS}`);
 }
