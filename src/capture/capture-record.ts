@@ -118,6 +118,11 @@ export interface CaptureRecord {
   fixes: FixNote[];
   /** `full` mode: the exact bytes forwarded upstream. */
   body?: StoredBody;
+  /**
+   * `full` mode: the body was not kept because the writer was too far behind (a burst faster than the
+   * disk); the rest of the record is whole.
+   */
+  bodyDropped?: true;
   /** `full` mode, when a fix changed the body: the bytes the client sent. */
   clientBody?: StoredBody;
   error?: string;
