@@ -164,6 +164,44 @@ describe('browser requests from another site', () => {
     }
   }, 60_000);
 
+  it("forwards an allowed origin's CORS preflight and the provider's answer; refuses any other's", async () => {
+    const seen: string[] = [];
+    const upstream = createServer((req, res) => {
+      seen.push(`${req.method} ${req.headers.origin}`);
+      res.writeHead(204, { 'access-control-allow-origin': '*', 'access-control-allow-headers': 'x-api-key' });
+      res.end();
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+    const proxy = createProxy({
+      upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+      capture: 'off',
+      allowedOrigins: ['http://localhost:5173'],
+      logger: {},
+    });
+    await proxy.listen();
+    try {
+      const preflight = (origin: string) =>
+        fetch(`${proxy.url}/v1/messages`, {
+          method: 'OPTIONS',
+          headers: {
+            origin,
+            'access-control-request-method': 'POST',
+            'access-control-request-headers': 'x-api-key',
+          },
+        });
+      const allowed = await preflight('http://localhost:5173');
+      expect(allowed.status).toBe(204);
+      expect(allowed.headers.get('access-control-allow-origin')).toBe('*');
+      const foreign = await preflight('https://evil.example');
+      expect(foreign.status).toBe(403);
+      expect(foreign.headers.get('access-control-allow-origin')).toBeNull();
+      expect(seen).toEqual(['OPTIONS http://localhost:5173']);
+    } finally {
+      await proxy.close();
+      upstream.close();
+    }
+  });
+
   it('refuses an allowed origin that is not one', () => {
     expect(() => createProxy({ allowedOrigins: ['http://localhost:5173/app'] })).toThrow(ProxyConfigError);
   });
