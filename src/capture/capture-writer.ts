@@ -99,10 +99,11 @@ const STEP_SLICE_MS = 4;
 
 /**
  * The window a kill -9 can lose: records are queued when an exchange ends and every queued record is written
- * in one batch on the next turn of the event loop, so only exchanges that ended in the last moments (a few
- * milliseconds; a large record is serialized in steps of a few ms, so its own line reaches the file tens of ms
- * later, in proportion to its size) are still in memory. Nothing is fsynced: a
- * crash of the process loses nothing written; a crash of the machine may.
+ * in one batch on the next turn of the event loop; a large record is serialized in steps of a few ms, and a
+ * full-mode body is taken only while it can be on disk within `maxQueueMs` at the rate measured (else the
+ * record goes without it), so only records taken in about that long are still in memory, and a body that
+ * alone takes longer while it is written. Nothing is fsynced: a crash of the process loses nothing written;
+ * a crash of the machine may.
  */
 export class CaptureWriter {
   private readonly opts: Required<Omit<CaptureWriterOptions, 'maxBytes' | 'log'>> &
