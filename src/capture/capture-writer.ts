@@ -345,8 +345,9 @@ export class CaptureWriter {
       }
       await flushBatch();
     }
-    // Drops counted after the last batch was made: said now, in a line of their own.
-    const marker = this.untold.take();
+    // Drops counted after the last batch was made: said now, in a line of their own. Not while writes fail
+    // (a file opened for it would only be removed again): the next record's batch says it then.
+    const marker = this.status.state === 'degraded' ? undefined : this.untold.take();
     if (marker) {
       try {
         if (!this.handle) await this.rotate();
