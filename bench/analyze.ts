@@ -43,6 +43,7 @@ async function generateSession(dir: string, session: string, N: number, offset: 
     clock,
     rotateBytes: 256 * 1024 * 1024,
     maxQueueBytes: Number.POSITIVE_INFINITY,
+    maxQueueMs: Number.POSITIVE_INFINITY,
   });
   const builder = new PrefixBuilder();
   const cache = new AnthropicCache();
@@ -103,6 +104,7 @@ async function generateHashedSession(
     // The queue bound (64 MB, counting each record's blocks) would drop records of a long session: flushed
     // only every 500 turns, a 10,000-turn session lost six records in seven. Nothing may be dropped here.
     maxQueueBytes: Number.POSITIVE_INFINITY,
+    maxQueueMs: Number.POSITIVE_INFINITY,
   });
   const h = (s: string) => createHash('sha256').update(s).digest('hex');
   const blocks: CapturedBlock[] = [];

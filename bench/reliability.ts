@@ -1,10 +1,11 @@
 // Benchmark: what a hostile or unlucky day does to the proxy and the CAS store, as real processes on loopback:
 // bytes compared end to end, upstream faults, kill -9 and SIGTERM runs, memory bounds, a 30 s kill -9 storm.
 // Run: npm run bench:reliability   (builds first; about 90 s). Reuses the test suite's process helpers.
-// `npm run bench:reliability -- loop` runs only the large-body event-loop part (CACHEWARD_BASE_BIN: a second
-// build run in the same run, for a before/after).
+// `npm run bench:reliability -- loop` runs only the large-body event-loop part, `-- kill` only the kill -9 and
+// SIGTERM runs, `-- kill-large` only those with 2.5 MB bodies (CACHEWARD_BASE_BIN: a second build run in the
+// same run, for a before/after).
 
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -331,10 +332,97 @@ async function killRuns(simUrl: string): Promise<void> {
   );
 }
 
+/**
+ * kill -9 with 2.5 MB bodies in flight: 8 clients, distinct random bodies, the kill 3-4 s in, alternating
+ * this build and CACHEWARD_BASE_BIN. Per build: exchanges acknowledged before the kill, their records on
+ * disk (with and without the body), those said not captured, and how long before the kill the lost ones
+ * were acknowledged.
+ */
+async function killLarge(): Promise<void> {
+  const { url, server } = await answeringUpstream();
+  const builds: Array<[string, string | undefined]> = [['this build', undefined]];
+  if (process.env.CACHEWARD_BASE_BIN) builds.push(['base build', process.env.CACHEWARD_BASE_BIN]);
+  const bytes = 2_500_000;
+  const texts = Array.from({ length: 9 }, (_, i) => `${i} ${randomBytes(bytes * 0.75).toString('base64')}`);
+  const totals = new Map<
+    string,
+    { acked: number; bodies: number; lean: number; said: number; lost: number[] }
+  >();
+  console.log('\nkill -9 with 2.5 MB bodies in flight (capture full, 8 clients, 3 runs per build):');
+  for (let run = 0; run < 3; run++)
+    for (const [label, bin] of builds) {
+      const t = totals.get(label) ?? { acked: 0, bodies: 0, lean: 0, said: 0, lost: [] };
+      totals.set(label, t);
+      const dir = join(tmp('kill-large'), 'c');
+      const p = await startCli(
+        ['proxy', '--port', '0', '--upstream', url, '--dir', dir, '--capture', 'full', '--no-warm-up'],
+        bin ? { bin } : {},
+      );
+      const exited = new Promise((r) => p.child.once('exit', r));
+      const acked: Array<{ id: string; at: number }> = [];
+      let killedAt = 0;
+      let n = 0;
+      const agent = new Agent({ connections: 8 });
+      const load = Promise.all(
+        Array.from({ length: 8 }, async (_, w) => {
+          while (!killedAt) {
+            const body = JSON.stringify({
+              model: 'claude-opus-5',
+              max_tokens: 8,
+              messages: [{ role: 'user', content: `${n++} ${texts[n % texts.length]}` }],
+            });
+            try {
+              const res = await request(`${p.url}/v1/messages`, {
+                method: 'POST',
+                dispatcher: agent,
+                headers: { ...HEADERS, 'x-cacheward-session': `w${w}` },
+                body,
+              });
+              const json = (await res.body.json()) as { id: string };
+              acked.push({ id: json.id, at: Date.now() });
+            } catch {
+              return;
+            }
+          }
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 3_000 + run * 500));
+      p.child.kill('SIGKILL');
+      killedAt = Date.now();
+      await load;
+      await exited;
+      await agent.close();
+      const got = new Map<string, boolean>();
+      for await (const r of readCaptures([dir], {
+        onWarning: () => {},
+        onNotCaptured: (m) => {
+          t.said += m.exchanges;
+        },
+      }))
+        if (r.record.responseId) got.set(r.record.responseId, r.body !== undefined);
+      for (const a of acked.filter((x) => x.at <= killedAt)) {
+        t.acked++;
+        const body = got.get(a.id);
+        if (body === true) t.bodies++;
+        else if (body === false) t.lean++;
+        else t.lost.push(killedAt - a.at);
+      }
+    }
+  for (const [label, t] of totals) {
+    const lost = t.lost.sort((a, b) => a - b);
+    console.log(
+      `- ${label}: ${t.acked} acknowledged before the kill; on disk ${t.bodies} with their body, ${t.lean} without; ${t.said} said not captured; ${lost.length} not on disk${lost.length ? `, acknowledged ${lost[0]}–${lost.at(-1)} ms before the kill (median ${lost[lost.length >> 1]} ms)` : ''}`,
+    );
+  }
+  server.close();
+}
+
 /** An upstream that reads any body and answers a small message, so bodies of any size get a 200. */
 async function answeringUpstream(): Promise<{ url: string; server: Server }> {
   const server = createServer(async (req, res) => {
-    const body = await readBody(req);
+    // A proxy killed mid-request aborts the body: nothing to answer.
+    const body = await readBody(req).catch(() => undefined);
+    if (!body) return;
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(
       JSON.stringify({
@@ -588,6 +676,19 @@ async function storm(): Promise<void> {
 
 async function main() {
   console.log(machineLine('reliability'));
+  if (process.argv.includes('kill-large') || process.argv.includes('kill')) {
+    const sim = process.argv.includes('kill')
+      ? await startCli(['sim', '--port', '0', '--no-auth'])
+      : undefined;
+    try {
+      if (sim) await killRuns(sim.url);
+      await killLarge();
+    } finally {
+      sim?.child.kill();
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    }
+    return;
+  }
   if (process.argv.includes('loop')) {
     try {
       await loop();
@@ -601,6 +702,7 @@ async function main() {
     await integrity();
     await faults(sim.url);
     await killRuns(sim.url);
+    await killLarge();
     await memory(sim.url);
     await storm();
     await loop();

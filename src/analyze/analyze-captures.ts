@@ -170,7 +170,8 @@ export interface SessionSummary {
 
 export interface AnalysisResult {
   version: 1;
-  generatedFrom: { records: number; files: number; skippedLines: number };
+  /** `notCaptured`: exchanges the proxy said it did not capture (set by the report's reader of the files). */
+  generatedFrom: { records: number; files: number; skippedLines: number; notCaptured?: number };
   totals: {
     sessions: number;
     requests: number;

@@ -1,6 +1,7 @@
-// Reads capture files as a stream, in order, rebuilding full-mode bodies byte-exactly. A torn or invalid
-// line is skipped with a warning naming its file and line; memory does not grow with the capture's size.
-// Agent transcripts among the files (told from their content) are read by their source adapter instead.
+// Reads capture files as a stream, in order, rebuilding full-mode bodies byte-exactly, and hands on the
+// markers of exchanges not captured. A torn or invalid line is skipped with a warning naming its file and
+// line; memory does not grow with the capture's size. Agent transcripts among the files (told from their
+// content) are read by their source adapter instead.
 
 import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
@@ -18,6 +19,7 @@ import {
   type CaptureRecord,
 } from './capture-record.js';
 import { CAPTURE_FILE } from './capture-writer.js';
+import { isNotCaptured, type NotCapturedMarker } from './not-captured.js';
 
 /** One record as read, with where it came from and, in full mode, its rebuilt bodies. */
 export interface ReadRecord {
@@ -39,6 +41,8 @@ export interface ReadCapturesOptions {
   onProgress?: (file: string, bytes: number, size: number) => void;
   /** Turns the requests of agent transcripts into records (shared by every file of one reading). */
   sources?: SourceRecords;
+  /** Told of every marker of exchanges the proxy did not capture (a file may hold several). */
+  onNotCaptured?: (marker: NotCapturedMarker, file: string, line: number) => void;
 }
 
 /**
@@ -101,6 +105,10 @@ export async function* readCaptures(
           value = JSON.parse(text);
         } catch {
           warn(`${file}:${n}: skipped a torn or invalid line (${text.length} characters, not JSON)`);
+          continue;
+        }
+        if (isNotCaptured(value)) {
+          options.onNotCaptured?.(value, file, n);
           continue;
         }
         if (!isRecord(value)) {

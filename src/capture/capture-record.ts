@@ -97,6 +97,11 @@ export interface CaptureRecord {
   /** The session label (`source` says which hint), or the conversation id when the request has no label. */
   session: { key: string; source: string };
   conversation?: CapturedConversation;
+  /**
+   * The request's output budget, when it set one: `max_tokens` (Anthropic, OpenAI Chat's older name),
+   * `max_completion_tokens` (OpenAI Chat) or `max_output_tokens` (Responses).
+   */
+  maxTokens?: number;
   /** OpenAI request options the cache model reads (retention, breakpoint mode), when sent. */
   cacheOptions?: { retention?: string; mode?: string };
   provider: 'anthropic' | 'openai' | 'unknown';
@@ -136,6 +141,11 @@ export interface CaptureRecord {
   fixes: FixNote[];
   /** `full` mode: the exact bytes forwarded upstream. */
   body?: StoredBody;
+  /**
+   * `full` mode: the body was not kept because the writer was too far behind (a burst faster than the
+   * disk); the rest of the record is whole.
+   */
+  bodyDropped?: true;
   /** `full` mode, when a fix changed the body: the bytes the client sent. */
   clientBody?: StoredBody;
   error?: string;

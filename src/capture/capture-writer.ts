@@ -1,6 +1,7 @@
 // Appends capture records to JSONL files (0600; folders it creates 0700), rotating, held under --max-mb as it
 // writes, full-mode bodies stored as deltas. It never blocks or fails traffic: a write error degrades capture only.
 
+import { randomBytes } from 'node:crypto';
 import { chmod, type FileHandle, mkdir, open, readdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.js';
@@ -9,6 +10,7 @@ import { runStepped } from '../core/stepped-work.js';
 import { storeBody } from './body-delta.js';
 import { blockDelta, type CapturedPrefix, type CaptureMode, type CaptureRecord } from './capture-record.js';
 import { jsonLineSteps } from './json-line-steps.js';
+import { type NotCapturedMarker, NotCapturedTally } from './not-captured.js';
 import { type SessionBase, SessionBases } from './session-bases.js';
 
 /** Options for a {@link CaptureWriter}. */
@@ -25,11 +27,19 @@ export interface CaptureWriterOptions {
   /** Records waiting to be written past which new ones are dropped (and counted). Default 10,000. */
   maxQueue?: number;
   /**
-   * Bytes waiting to be written (bodies kept for full mode, and an estimate of each record) past which new
-   * records are dropped (and counted): a slow disk cannot make the queue hold memory without bound.
-   * Default 64 MB; a single record larger than this is still taken when the queue is empty.
+   * Bytes waiting to be written (bodies kept for full mode, and an estimate of each record, until they are
+   * on disk) past which new records are taken without their bodies, then dropped (and counted): a slow disk
+   * cannot make the queue hold memory without bound. Default 64 MB; a single record larger than this is
+   * still taken when nothing is waiting.
    */
   maxQueueBytes?: number;
+  /**
+   * Full mode: the longest a body may wait to be on disk, at the rate this writer has been writing. A record
+   * whose body would wait longer is taken without it (counted as `bodiesDropped`; the record says
+   * `bodyDropped`), so a kill -9 loses at most the bodies taken in about this long. Default 100 ms; a body
+   * is still taken when nothing is waiting.
+   */
+  maxQueueMs?: number;
 }
 
 /** What a queued record holds in memory, roughly: its bodies and its prefix blocks. */
@@ -51,6 +61,11 @@ export interface CaptureState {
   written: number;
   dropped: number;
   failed: number;
+  /**
+   * Full mode: records written without their request body because the writer was too far behind to keep
+   * it within its time bound (the record is whole otherwise: the report counts the exchange; replay skips it).
+   */
+  bodiesDropped: number;
 }
 
 /** The bodies of an exchange, for full mode: what went upstream, and what the client sent if a fix changed it. */
@@ -78,10 +93,11 @@ const STEP_SLICE_MS = 4;
 
 /**
  * The window a kill -9 can lose: records are queued when an exchange ends and every queued record is written
- * in one batch on the next turn of the event loop, so only exchanges that ended in the last moments (a few
- * milliseconds; a large record is serialized in steps of a few ms, so its own line reaches the file tens of ms
- * later, in proportion to its size) are still in memory. Nothing is fsynced: a
- * crash of the process loses nothing written; a crash of the machine may.
+ * in one batch on the next turn of the event loop; a large record is serialized in steps of a few ms, and a
+ * full-mode body is taken only while it can be on disk within `maxQueueMs` at the rate measured (else the
+ * record goes without it), so only records taken in about that long are still in memory, and a body that
+ * alone takes longer while it is written. Nothing is fsynced: a crash of the process loses nothing written;
+ * a crash of the machine may.
  */
 export class CaptureWriter {
   private readonly opts: Required<Omit<CaptureWriterOptions, 'maxBytes' | 'log'>> &
@@ -94,9 +110,21 @@ export class CaptureWriter {
   private folderBytes = 0;
   private seq = 0;
   private queue: Array<{ record: CaptureRecord; bodies?: CapturedBodies; size: number }> = [];
-  private queuedBytes = 0;
+  /** Bytes of the records taken and not yet on disk (queued, or in the batch being written). */
+  private pendingBytes = 0;
+  /**
+   * How fast records reach the disk, decayed over recent batches: bytes (as {@link queuedSize} counts
+   * them) over the wall time from a batch's first record taken up to its write done. It starts at 50 MB/s
+   * (a quarter of a quiet machine's full-mode rate) worth one 100 ms batch.
+   */
+  private readonly rate = { bytes: 5 * 1024 * 1024, ms: 100 };
+  /** When each record not yet on disk was taken (performance.now()), oldest first from `takenHead`. */
+  private readonly takenTimes: number[] = [];
+  private takenHead = 0;
   private draining: Promise<void> | undefined;
   private readonly bases = new SessionBases();
+  /** Exchanges dropped or failed and not yet said in a marker line (not-captured.ts). */
+  private readonly untold = new NotCapturedTally(`nc_${process.pid}_${randomBytes(4).toString('hex')}`);
   private dirChecked = false;
   /** The current file did not exist before this writer opened it. */
   private createdEmpty = false;
@@ -114,6 +142,7 @@ export class CaptureWriter {
           : rotate,
       maxQueue: options.maxQueue ?? 10_000,
       maxQueueBytes: options.maxQueueBytes ?? 64 * 1024 * 1024,
+      maxQueueMs: options.maxQueueMs ?? 100,
       ...(options.maxBytes !== undefined ? { maxBytes: options.maxBytes } : {}),
     };
     this.log = options.log ?? (() => {});
@@ -124,6 +153,7 @@ export class CaptureWriter {
       written: 0,
       dropped: 0,
       failed: 0,
+      bodiesDropped: 0,
     };
     // The first file is opened now, not when the first record is due: under a burst, opening it then took
     // hundreds of milliseconds of event-loop turns while every record waited in memory.
@@ -141,21 +171,68 @@ export class CaptureWriter {
     return { ...this.status, ...(this.file ? { file: this.file } : {}) };
   }
 
-  /** Queues a record; returns at once. Full mode stores the bodies as session deltas. */
+  /**
+   * Queues a record; returns at once. Full mode stores the bodies as session deltas. Full mode's bodies are
+   * let go when they would wait past the time bound or pass the byte bound (the record is queued without
+   * them: the exchange is still counted and analyzed); a record is dropped only past the byte or count
+   * bound. Both are counted, and a drop is said in the capture.
+   */
   write(record: CaptureRecord, bodies?: CapturedBodies): void {
     if (this.opts.mode === 'off') return;
-    const kept = this.opts.mode === 'full' ? bodies : undefined;
-    const size = queuedSize(record, kept);
-    if (
-      this.queue.length >= this.opts.maxQueue ||
-      (this.queue.length > 0 && this.queuedBytes + size > this.opts.maxQueueBytes)
-    ) {
-      this.status.dropped++;
-      return;
+    let kept = this.opts.mode === 'full' ? bodies : undefined;
+    let size = queuedSize(record, kept);
+    if (this.full(size) || (kept && this.late(size))) {
+      const lean = queuedSize(record, undefined);
+      if (!kept || this.full(lean)) {
+        this.status.dropped++;
+        this.untold.add('dropped', 1, this.opts.clock.now());
+        return;
+      }
+      this.status.bodiesDropped++;
+      record = withKey(record, 'bodyDropped', true as const);
+      kept = undefined;
+      size = lean;
     }
-    this.queuedBytes += size;
+    this.pendingBytes += size;
+    this.takenTimes.push(performance.now());
     this.queue.push(kept ? { record, bodies: kept, size } : { record, size });
     this.startDrain();
+  }
+
+  /** Whether `size` more would pass the queue's count or byte bound (one record is taken when none waits). */
+  private full(size: number): boolean {
+    if (this.queue.length >= this.opts.maxQueue) return true;
+    return this.pendingBytes > 0 && this.pendingBytes + size > this.opts.maxQueueBytes;
+  }
+
+  /**
+   * Whether `size` more would be on disk past the time bound: at the rate seen, or because the oldest
+   * record still waiting has waited that long already (a starved event loop). A record that alone takes
+   * longer than half the bound to write counts as half: it is taken whenever what is ahead of it takes
+   * less than half (its own write is then the only thing to outlast the bound).
+   */
+  private late(size: number): boolean {
+    if (this.pendingBytes === 0) return false;
+    const max = this.opts.maxQueueMs;
+    const own = Math.min(size, (this.rate.bytes / this.rate.ms) * (max / 2));
+    const oldest = this.takenTimes[this.takenHead];
+    return (
+      ((this.pendingBytes + own) * this.rate.ms) / this.rate.bytes > max ||
+      (oldest !== undefined && performance.now() - oldest > max)
+    );
+  }
+
+  /** `count` records (of `bytes` as queued) are on disk, failed or dropped: no longer waiting. */
+  private settled(count: number, bytes: number): void {
+    this.pendingBytes -= bytes;
+    this.takenHead += count;
+    if (this.takenHead >= this.takenTimes.length) {
+      this.takenTimes.length = 0;
+      this.takenHead = 0;
+    } else if (this.takenHead > 1024 && this.takenHead * 2 > this.takenTimes.length) {
+      this.takenTimes.splice(0, this.takenHead);
+      this.takenHead = 0;
+    }
   }
 
   private startDrain(): void {
@@ -189,27 +266,42 @@ export class CaptureWriter {
   private async drain(): Promise<void> {
     while (this.queue.length) {
       const items = this.queue.splice(0);
-      // Taken off the queue: what they hold is the batch's now, freed as it is written.
-      for (const item of items) this.queuedBytes -= item.size;
       let batch: Buffer[] = [];
       let batchBytes = 0;
       let batchRecords = 0;
+      // What the batch's records were counted as while pending, and when its first one was taken up.
+      let batchSize = 0;
+      let batchStart = performance.now();
       const flushBatch = async () => {
         if (!batch.length) return;
         const lines = batch;
-        const bytes = batchBytes;
+        let bytes = batchBytes;
         const records = batchRecords;
+        const size = batchSize;
         batch = [];
         batchBytes = 0;
         batchRecords = 0;
+        batchSize = 0;
+        // Exchanges not captured so far are said first, in the same write.
+        const marker = this.untold.take();
+        if (marker) {
+          const line = markerLine(marker);
+          lines.unshift(line);
+          bytes += line.length;
+        }
         try {
           await this.commit(lines, bytes, records);
+          this.measured(size, performance.now() - batchStart);
         } catch (err) {
+          if (marker) this.untold.restore(marker);
           // Every record of the batch shares the fate of the write that failed.
           await this.failed(err, records);
         }
+        this.settled(records, size);
+        batchStart = performance.now();
       };
       for (const item of items) {
+        if (!batchRecords) batchStart = performance.now();
         try {
           if (!this.handle) await this.rotate();
           const made = this.line(item);
@@ -217,7 +309,9 @@ export class CaptureWriter {
           let bytes = line.bytes;
           if (this.opts.maxBytes !== undefined && bytes > this.opts.maxBytes) {
             this.status.dropped++;
+            this.untold.add('dropped', 1, this.opts.clock.now());
             this.log(`capture: a record of ${bytes} bytes is larger than --max-mb; it was not written`);
+            this.settled(1, item.size);
             continue;
           }
           if (
@@ -235,13 +329,28 @@ export class CaptureWriter {
           for (const piece of line.pieces) batch.push(piece);
           batchBytes += bytes;
           batchRecords++;
+          batchSize += item.size;
         } catch (err) {
+          this.settled(1, item.size);
           await this.failed(err, 1);
           continue;
         }
         if (batchBytes >= BATCH_BYTES) await flushBatch();
       }
       await flushBatch();
+    }
+    // Drops counted after the last batch was made: said now, in a line of their own. Not while writes fail
+    // (a file opened for it would only be removed again): the next record's batch says it then.
+    const marker = this.status.state === 'degraded' ? undefined : this.untold.take();
+    if (marker) {
+      try {
+        if (!this.handle) await this.rotate();
+        const line = markerLine(marker);
+        await this.commit([line], line.length, 0);
+      } catch (err) {
+        this.untold.restore(marker);
+        await this.failed(err, 0);
+      }
     }
   }
 
@@ -264,6 +373,12 @@ export class CaptureWriter {
       return { pieces: [out], bytes: out.length };
     }
     return runStepped(jsonLineSteps(stored), STEP_SLICE_MS);
+  }
+
+  /** Takes a batch's rate into the running one (older batches count less and less). */
+  private measured(bytes: number, ms: number): void {
+    this.rate.bytes = this.rate.bytes * 0.7 + bytes;
+    this.rate.ms = this.rate.ms * 0.7 + Math.max(ms, 0.01);
   }
 
   /** Appends one batch (`count` records), first removing the oldest files so the folder stays under --max-mb. */
@@ -302,6 +417,7 @@ export class CaptureWriter {
     await h?.close().catch(() => {});
     if (emptyFile) await unlink(emptyFile).catch(() => {});
     this.status.failed += records;
+    this.untold.add('failed', records, this.opts.clock.now());
   }
 
   /** What the next record of this session is stored against. */
@@ -414,6 +530,11 @@ export class CaptureWriter {
       this.log(`capture: removed ${name} to stay under --max-mb`);
     }
   }
+}
+
+/** A marker as its line. */
+function markerLine(m: NotCapturedMarker): Buffer {
+  return Buffer.from(`${JSON.stringify(m)}\n`);
 }
 
 /** `{ ...o, [key]: value }` (the key last unless `o` has it), without the spread's slow path for a new key. */

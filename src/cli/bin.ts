@@ -3,7 +3,7 @@
 // Nothing else lives here, so every command can be tested in-process through runCli.
 
 import { runCli } from './program.js';
-import { requestStop } from './stop-signal.js';
+import { endWhenIdle, requestStop } from './stop-signal.js';
 
 let stdoutClosed = false;
 // `cacheward report … | head`: once the reader is gone, nothing more is worth printing. A server closes
@@ -24,9 +24,11 @@ process.stderr.on('error', () => {});
 runCli(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = stdoutClosed ? 0 : code;
+    endWhenIdle();
   },
   (err: unknown) => {
     process.stderr.write(`cacheward: ${String(err)}\n`);
     process.exitCode = 2;
+    endWhenIdle();
   },
 );

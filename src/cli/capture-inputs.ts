@@ -55,9 +55,14 @@ async function checkCaptureFile(file: string): Promise<void> {
   // An agent transcript is one from its first lines, whether or not it holds a request yet.
   const kind = await fileKind(file).catch(() => undefined);
   if (kind === 'claude-code' || kind === 'codex') return;
+  let marker = false;
   try {
     for await (const _ of readCaptures([file], {
       bodies: false,
+      // A file whose records were all lost still says so: it is a capture.
+      onNotCaptured: () => {
+        marker = true;
+      },
       onWarning: (w) => {
         // Only a skipped line disqualifies the file; other warnings concern a record that was read.
         if (!w.includes(': skipped ')) return;
@@ -72,5 +77,6 @@ async function checkCaptureFile(file: string): Promise<void> {
       `${file}:${err.line}: not a capture file: this line is not a cacheward capture record; ${WHAT_TO_PASS}`,
     );
   }
+  if (marker) return;
   throw new InputError(`${file}: an empty file, not a capture; ${WHAT_TO_PASS}`);
 }

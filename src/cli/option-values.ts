@@ -1,6 +1,7 @@
 // Parsers for option values shared by the commands: ports, counts, seeds, upstream URLs.
 // Each either returns a usable value or throws an InputError naming the flag and what to pass instead.
 
+import { redactUrl } from '../core/redact-url.js';
 import { InputError } from './read-request-file.js';
 
 /** A TCP port, 0 meaning any free one. */
@@ -36,12 +37,12 @@ export function parseUpstream(flag: string, value: string): string {
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) {
     throw new InputError(
-      `${flag} ${value}: not an http(s) URL with a host; pass e.g. https://api.anthropic.com or http://127.0.0.1:8080`,
+      `${flag} ${redactUrl(value)}: not an http(s) URL with a host; pass e.g. https://api.anthropic.com or http://127.0.0.1:8080`,
     );
   }
   if (url.search || url.hash || url.username || url.password)
     throw new InputError(
-      `${flag} ${value}: a base URL takes no query, fragment or credentials; pass the scheme, host, port and path only`,
+      `${flag} ${redactUrl(value)}: a base URL takes no query, fragment or credentials; pass the scheme, host, port and path only`,
     );
   return value;
 }

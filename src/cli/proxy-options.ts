@@ -26,6 +26,7 @@ export interface ProxyCliOptions {
   token?: string;
   tokenFile?: string;
   allowHost?: string;
+  allowOrigin?: string;
   maxMb?: string;
   ttl: '5m' | '1h';
   state: string;
@@ -69,6 +70,10 @@ export function addProxyOptions(cmd: Command, defaultPort: string): Command {
     .option(
       '--allow-host <names>',
       'Host names to answer besides localhost and IP literals, comma-separated (others get 403: DNS rebinding)',
+    )
+    .option(
+      '--allow-origin <origins>',
+      'web origins whose pages may send through the proxy (a browser app you run, e.g. http://localhost:5173), comma-separated; other pages get 403',
     )
     .option(
       '--state <where>',
@@ -140,6 +145,10 @@ export function proxyOptionsFrom(
     .map((h) => h.trim())
     .filter(Boolean);
   if (openHosts.length && !opts.forward) throw new InputError('--open-host: only with --forward');
+  const allowedOrigins = (opts.allowOrigin ?? '')
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
   return {
     port,
     host: opts.host,
@@ -157,6 +166,7 @@ export function proxyOptionsFrom(
     ...(fixes.length ? { fixes: fixes.map((f) => (f === 'ttl' ? ttlFix(opts.ttl) : f)) } : {}),
     ...(token ? { token } : {}),
     ...(allowedHosts.length ? { allowedHosts } : {}),
+    ...(allowedOrigins.length ? { allowedOrigins } : {}),
     state: opts.state,
     statePrefix: opts.statePrefix,
     stateTimeoutMs,

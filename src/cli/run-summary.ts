@@ -4,7 +4,7 @@
 import type { AnalysisResult } from '../analyze/analyze-captures.js';
 import { formatUsd } from '../analyze/describe-miss.js';
 import { missLine } from '../report/miss-line.js';
-import { nearestPrices, type TerminalStyles } from '../report/terminal-report.js';
+import { nearestPrices, notCapturedLine, type TerminalStyles } from '../report/terminal-report.js';
 import { shellQuote } from './shell-quote.js';
 
 const n = new Intl.NumberFormat('en-US');
@@ -39,6 +39,8 @@ export function runSummary(
     );
   const borrowed = nearestPrices(a);
   if (borrowed) out.push(s.yellow(`  ${borrowed}`));
+  const lost = notCapturedLine(a);
+  if (lost) out.push(s.yellow(`  ${lost}`));
   const causes = a.byCause.filter((c) => c.cause !== 'cold_start').slice(0, topCauses);
   if (!causes.length) out.push(s.green('  no cache misses beyond the first write of each conversation'));
   else {

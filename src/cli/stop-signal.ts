@@ -1,5 +1,5 @@
 // When a long-running command (sim, proxy) should stop: SIGINT, SIGTERM, or its stdout closing (EPIPE).
-// It only tells; it never exits the process itself, so each command can close and flush first.
+// It only tells; the process ends only once the command has returned (closed and flushed), never before.
 
 type Waiter = (reason: string) => void;
 const waiters = new Set<Waiter>();
@@ -26,4 +26,13 @@ export function requestStop(reason: string): boolean {
   if (!waiters.size) return false;
   for (const w of [...waiters]) w(reason);
   return true;
+}
+
+/**
+ * For the executable, once the command has returned (everything closed, flushed and said): what a library
+ * leaves in the event loop past that (the OpenTelemetry exporter's retry timers against a collector that
+ * does not answer, for up to its 5 s timeout) does not keep the process alive beyond `graceMs`.
+ */
+export function endWhenIdle(graceMs = 100): void {
+  setTimeout(() => process.exit(), graceMs).unref();
 }

@@ -3,6 +3,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LiveAnalysis } from './live-analysis.js';
+import type { LiveEvents } from './live-events.js';
 import { serveLive } from './live-routes.js';
 import type { ProxyHealth } from './proxy-options.js';
 
@@ -11,13 +12,15 @@ export interface AdminRoutes {
   /** Prometheus text: the proxy's, the state's and the exporter's counters. */
   metricsText(): string;
   live: LiveAnalysis;
+  /** The live page's event streams. */
+  events: LiveEvents;
 }
 
 /** True when the request was one of the proxy's own routes and has been answered. */
 export function serveAdmin(
   path: string,
   method: string,
-  req: IncomingMessage,
+  _req: IncomingMessage,
   res: ServerResponse,
   routes: AdminRoutes,
 ): boolean {
@@ -27,7 +30,7 @@ export function serveAdmin(
     res.end(JSON.stringify(h));
     return true;
   }
-  if (method === 'GET' && serveLive(path, req, res, routes.live)) return true;
+  if (method === 'GET' && serveLive(path, res, routes.live, routes.events)) return true;
   if (path === '/_cacheward/metrics' && method === 'GET') {
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
     res.end(routes.metricsText());

@@ -1,15 +1,18 @@
 // The checks every request passes before the proxy does anything with it: an origin-form target, a Host it
-// serves, the token when one is set. A request that fails one is answered here and never reaches the upstream.
+// serves, no browser request from another site, the token when one is set. A request that fails one is answered here and never reaches the upstream.
 
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { continueIfExpected } from './expect-continue.js';
 import type { HostCheck } from './host-check.js';
 import { refuse, targetProblem } from './local-refusal.js';
+import type { OriginCheck } from './origin-check.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 
 export interface AdmissionOptions {
   hosts: HostCheck;
+  /** Browser requests: the proxy's own pages and the origins allowed with `--allow-origin`. */
+  origins: OriginCheck;
   token?: string | undefined;
   metrics: ProxyMetrics;
 }
@@ -37,6 +40,11 @@ export class Admission {
         reason: 'host',
         message: this.o.hosts.refusal(req.headers.host),
       });
+      return false;
+    }
+    const browser = this.o.origins.check(method, req.headers);
+    if (!browser.ok) {
+      refuse(req, res, { ...base, status: 403, reason: 'origin', message: browser.message });
       return false;
     }
     if (!this.tokenMatches(req)) {

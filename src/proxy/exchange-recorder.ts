@@ -148,6 +148,8 @@ export class ExchangeRecorder {
       const mode = typeof options?.mode === 'string' ? options.mode : undefined;
       if (retention || mode)
         record.cacheOptions = { ...(retention ? { retention } : {}), ...(mode ? { mode } : {}) };
+      const budget = fields.max_completion_tokens ?? fields.max_output_tokens ?? fields.max_tokens;
+      if (typeof budget === 'number' && Number.isFinite(budget)) record.maxTokens = budget;
       if (!tracked)
         tracked = yield* this.o.conversations.trackSteps(
           f.id,

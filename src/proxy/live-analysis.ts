@@ -14,6 +14,7 @@ import {
 import { describeMiss } from '../analyze/describe-miss.js';
 import type { PriceTable } from '../analyze/price-table.js';
 import type { CaptureRecord } from '../capture/capture-record.js';
+import { capLabel, LABEL_MAX } from '../core/cap-label.js';
 import { StepQueue } from '../core/step-queue.js';
 import { runStepped } from '../core/stepped-work.js';
 import { clockTimeMs } from '../report/miss-line.js';
@@ -167,7 +168,9 @@ export class LiveAnalysis {
    * {@link add} in bounded steps (the analyzer's), after every add queued before it: a 100,000-message
    * record is analyzed over many slices, and another record's analysis never runs in its middle.
    */
-  *addSteps(record: CaptureRecord): Generator<void, LiveRequest | undefined> {
+  *addSteps(full: CaptureRecord): Generator<void, LiveRequest | undefined> {
+    // Labels and model names as long as a client made them are kept and shown capped (cap-label.ts).
+    const record = withCappedLabels(full);
     if (this.feed) {
       // A record the fleet cannot have (Redis out) is this proxy's alone: analyzed here, on what it saw.
       void this.feed.publish(record).then((ok) => {
@@ -180,7 +183,7 @@ export class LiveAnalysis {
 
   /** Another proxy's record: the analyzer learns from it (conversations, cache, parents); no row. */
   private *observeSteps(record: CaptureRecord): Generator<void, void> {
-    yield* this.line.run(this.analyzer.addSteps(record));
+    yield* this.line.run(this.analyzer.addSteps(withCappedLabels(record)));
   }
 
   private *rowSteps(record: CaptureRecord): Generator<void, LiveRequest | undefined> {
@@ -284,6 +287,16 @@ export class LiveAnalysis {
       this.minutes.delete(first);
     }
   }
+}
+
+/** The record, or a copy with its session label and model names capped when one is longer than the cap. */
+function withCappedLabels(r: CaptureRecord): CaptureRecord {
+  const long = (v: string | undefined) => v !== undefined && v.length > LABEL_MAX;
+  if (!long(r.session.key) && !long(r.model) && !long(r.responseModel)) return r;
+  const out: CaptureRecord = { ...r, session: { ...r.session, key: capLabel(r.session.key) } };
+  if (r.model !== undefined) out.model = capLabel(r.model);
+  if (r.responseModel !== undefined) out.responseModel = capLabel(r.responseModel);
+  return out;
 }
 
 /** The log line for a finished request: time, session, model, hit rate, cause when it missed, cost. */

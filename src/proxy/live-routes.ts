@@ -1,17 +1,19 @@
 // The live routes: GET /_cacheward/ (the page), /_cacheward/events (server-sent events), /_cacheward/state.
-// Same origin only: no CORS headers, a strict Content-Security-Policy, no asset from anywhere else.
+// Same origin only: no CORS headers, a strict Content-Security-Policy, no asset from anywhere else; every
+// subscriber's buffer bounded (live-events.ts).
 
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { renderLivePage } from '../report/live-page.js';
 import type { LiveAnalysis } from './live-analysis.js';
+import type { LiveEvents } from './live-events.js';
 
 /** Serves a live route; returns false when the path is not one. */
 export function serveLive(
   path: string,
-  req: IncomingMessage,
   res: ServerResponse,
   live: LiveAnalysis,
+  events: LiveEvents,
 ): boolean {
   if (path === '/_cacheward' || path === '/_cacheward/') {
     if (path === '/_cacheward') {
@@ -35,25 +37,7 @@ export function serveLive(
     return true;
   }
   if (path === '/_cacheward/events') {
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-store',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    const send = (event: string, data: unknown) =>
-      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    send('snapshot', live.snapshot());
-    const stop = live.subscribe((row) => send('request', row));
-    // A comment line now and then keeps idle connections (and the proxies between) open.
-    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
-    keepAlive.unref();
-    const end = () => {
-      stop();
-      clearInterval(keepAlive);
-    };
-    req.on('close', end);
-    res.on('close', end);
+    events.serve(res);
     return true;
   }
   return false;

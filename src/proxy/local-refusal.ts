@@ -1,5 +1,6 @@
-// Requests the proxy answers itself without reaching the upstream: a Host it does not serve, a wrong token, an
-// absolute-form target, or a request the HTTP client cannot send. Counted as refusals, never as upstream errors.
+// Requests the proxy answers itself without reaching the upstream: a Host it does not serve, a browser request
+// from another site, a wrong token, an absolute-form target, or a request the HTTP client cannot send.
+// Counted as refusals, never as upstream errors.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorBody } from '../wire/provider-errors.js';
@@ -7,7 +8,7 @@ import type { ProxyMetrics } from './proxy-metrics.js';
 import { drainRequest } from './request-drain.js';
 
 /** Why a request was refused (the `reason` label of `cacheward_refused_total`). */
-export type RefusalReason = 'host' | 'token' | 'absolute_form' | 'unsendable';
+export type RefusalReason = 'host' | 'origin' | 'token' | 'absolute_form' | 'unsendable';
 
 /** What is wrong with a request target, if anything: only origin-form (`/path?query`) is forwarded. */
 export function targetProblem(method: string, rawUrl: string): string | undefined {

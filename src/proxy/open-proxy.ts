@@ -8,6 +8,7 @@ import { Agent } from 'undici';
 import { CaptureWriter } from '../capture/capture-writer.js';
 import { defaultCaptureDir } from '../capture/default-dir.js';
 import type { ListenOptions } from '../core/listen.js';
+import { redactUrl } from '../core/redact-url.js';
 import { VERSION } from '../core/version.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
 import { createProxyState } from '../state/create-proxy-state.js';
@@ -21,7 +22,9 @@ import { FixRefusals } from './fix-refusals.js';
 import { ForwardProxy, forwardSettings } from './forward-proxy.js';
 import { HostCheck } from './host-check.js';
 import type { LiveAnalysis } from './live-analysis.js';
+import { LiveEvents } from './live-events.js';
 import { MemoryRelease, processMemory } from './memory-release.js';
+import { OriginCheck } from './origin-check.js';
 import { listenHost, type ProxyConfig } from './proxy-config.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 import { ProxyConfigError, type ProxyHealth, type ProxyOptions } from './proxy-options.js';
@@ -68,7 +71,7 @@ export async function openProxy(
   }
   let telemetry: Awaited<ReturnType<typeof startTelemetry>>;
   try {
-    telemetry = await startTelemetry(options.otlp, logger.info);
+    telemetry = await startTelemetry(options.otlp, logger.info, upstreams);
   } catch (err) {
     await state.close();
     if (err instanceof OtlpConfigError) throw new ProxyConfigError(err.message);
@@ -101,6 +104,7 @@ export async function openProxy(
   });
   // A fleet's live analysis reads every proxy's records, so the live views add up to the merged report.
   if (state.feed) live.useFeed(state.feed);
+  const events = new LiveEvents(live);
   const recording = new Set<Promise<void>>();
   // CACHEWARD_SLICE_CPU=1 (bench:proxy) also tells the CPU time of the longest slice: preempted or busy.
   const slices =
@@ -116,6 +120,7 @@ export async function openProxy(
   });
   const admission = new Admission({
     hosts: new HostCheck([...(options.allowedHosts ?? []), host]),
+    origins: new OriginCheck(options.allowedOrigins),
     token: options.token,
     metrics,
   });
@@ -128,7 +133,7 @@ export async function openProxy(
     return {
       status: capture.state === 'degraded' || st.status === 'degraded' ? 'degraded' : 'ok',
       version: VERSION,
-      upstreams,
+      upstreams: { anthropic: redactUrl(upstreams.anthropic), openai: redactUrl(upstreams.openai) },
       capture,
       fixes: fixes.map((f) => f.name),
       ...(fixes.length ? { fixRefusals: refusals.counts(fixNames) } : {}),
@@ -174,8 +179,10 @@ export async function openProxy(
         slices.metricsText() +
         relay.metricsText() +
         (forward?.metricsText() ?? '') +
+        events.metricsText() +
         (telemetry?.metricsText() ?? ''),
       live,
+      events,
     },
   };
   const handle = createRequestHandler(handlerDeps);
@@ -200,7 +207,11 @@ export async function openProxy(
   // configured upstream), behind an admission that knows the host; every other CONNECT is a tunnel.
   let forward: ForwardProxy | undefined;
   if (forwarding) {
-    const inner = new Admission({ hosts: new HostCheck([...forwarding.openHosts]), metrics });
+    const inner = new Admission({
+      hosts: new HostCheck([...forwarding.openHosts]),
+      origins: new OriginCheck(options.allowedOrigins),
+      metrics,
+    });
     const explicit = (u: string | undefined) => u?.replace(/\/+$/, '');
     const anthropic = explicit(options.anthropicUpstream ?? options.upstream);
     const openai = explicit(options.openaiUpstream ?? options.upstream);
@@ -280,6 +291,7 @@ export async function openProxy(
     },
     async close() {
       unsubscribe();
+      events.close();
       memory.stop();
       await relay.close();
       forward?.close();

@@ -4,9 +4,11 @@
 import type { Clock } from '../core/clock.js';
 import type { ListenOptions } from '../core/listen.js';
 import { type LoggerChannels, lineLogger, loggerChannels } from '../core/logger.js';
+import { redactUrl } from '../core/redact-url.js';
 import type { Fix } from '../fixes/fix.js';
 import { fixRegistry } from '../fixes/registry.js';
 import type { LiveRequest } from './live-analysis.js';
+import { OriginCheck } from './origin-check.js';
 import {
   DEFAULT_ANTHROPIC_UPSTREAM,
   DEFAULT_OPENAI_UPSTREAM,
@@ -57,10 +59,15 @@ export function resolveProxyConfig(options: ProxyOptions): ProxyConfig {
       new URL(u);
     } catch {
       throw new ProxyConfigError(
-        `upstream ${u} is not a URL (e.g. https://api.anthropic.com or http://127.0.0.1:8080)`,
+        `upstream ${redactUrl(u)} is not a URL (e.g. https://api.anthropic.com or http://127.0.0.1:8080)`,
       );
     }
   }
+  for (const o of options.allowedOrigins ?? [])
+    if (!OriginCheck.valid(o))
+      throw new ProxyConfigError(
+        `allowed origin ${redactUrl(o)} is not a web origin: give the scheme, host and port only, e.g. http://localhost:5173`,
+      );
   // In the registry's order; a fix object takes the place of the built-in of its name (ttlFix('5m')).
   const fixes = (options.registry ?? fixRegistry()).resolve(options.fixes ?? []);
   return { clock: options.clock ?? SYSTEM_CLOCK, logger, log, upstreams, fixes };

@@ -1,6 +1,7 @@
 // Counters for GET /_cacheward/metrics in the Prometheus text format: requests, tokens read / written /
 // uncached, token-weighted hit ratio, upstream errors and local refusals. Memory only, bounded label sets.
 
+import { capLabel } from '../core/cap-label.js';
 import type { NormalizedUsage } from '../wire/usage.js';
 
 interface Series {
@@ -44,7 +45,7 @@ export class ProxyMetrics {
   private get(rawProvider: string, rawModel: string): Series {
     // Label values come from clients: the set of series is capped, and so is every value's length.
     const provider = PROVIDERS.has(rawProvider) ? rawProvider : 'unknown';
-    let key = `${provider}\u0000${rawModel.slice(0, 120)}`;
+    let key = `${provider}\u0000${capLabel(rawModel)}`;
     if (!this.series.has(key) && this.series.size >= this.maxSeries) key = `${provider}\u0000${OTHER_MODEL}`;
     let s = this.series.get(key);
     if (!s) {

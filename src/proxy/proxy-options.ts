@@ -55,6 +55,12 @@ export interface ProxyOptions {
   /** Host names served besides loopback names and IP literals (others are refused: DNS rebinding). */
   allowedHosts?: readonly string[];
   /**
+   * Web origins (`http://localhost:5173`) whose pages may send through the proxy: a browser app you run
+   * yourself. Requests from any other origin's page are refused (403); clients that send no Origin (SDKs,
+   * curl, agents) are never affected.
+   */
+  allowedOrigins?: readonly string[];
+  /**
    * Where the proxy says what happened: `warn` (capture or state degraded, a fix failed open), `info`,
    * `error` (a bug: the client got a 500), and `request` with every finished request once the live
    * analysis has named it (the CLI's per-request line). Default: info, warn and error on stderr.
@@ -103,7 +109,7 @@ export interface ProxyHealth {
   /** Where conversations and fix state live, and whether it answers. */
   state: StateHealth;
   /** OTLP export, when on: where, and what a down collector cost. */
-  otlp?: { endpoint: string; exported: number; dropped: number };
+  otlp?: { endpoint: string; instance: string; exported: number; dropped: number };
   /** The process's memory (bytes) and how many conversations the state holds (bounded). */
   memory: ProcessMemory;
   /** Responses WebSockets relayed (in all, open now) and the `response.create`s they carried. */

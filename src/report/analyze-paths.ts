@@ -20,11 +20,14 @@ export async function analyzePaths(
 ): Promise<AnalysisResult> {
   let skipped = 0;
   let duplicates = 0;
+  // Exchanges the proxies said they did not capture, each marker once (a file can be read twice).
+  const markers = new Map<string, number>();
   const files = new Set<string>();
   async function* records(): AsyncGenerator<CaptureRecord> {
     const read: AsyncGenerator<ReadRecord> = mergeCaptures(paths, {
       bodies: false,
       onDuplicate: () => duplicates++,
+      onNotCaptured: (m) => markers.set(m.id, m.exchanges),
       onWarning: (w) => {
         // Other warnings are about a request that was read (a transcript's note, an incomplete base).
         if (w.includes(': skipped ')) skipped++;
@@ -44,6 +47,7 @@ export async function analyzePaths(
     );
   result.generatedFrom.files = files.size;
   result.generatedFrom.skippedLines = skipped;
+  result.generatedFrom.notCaptured = [...markers.values()].reduce((a, b) => a + b, 0);
   for (const m of result.misses) m.sentence = describeMiss(m);
   return result;
 }

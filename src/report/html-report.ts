@@ -5,7 +5,7 @@ import type { AnalysisResult, AnalyzedRequest, BustCause } from '../analyze/anal
 import { formatUsd } from '../analyze/describe-miss.js';
 import { clockTimeMs, missLine } from './miss-line.js';
 import { REPORT_CSS } from './report-style.js';
-import { nearestPrices } from './terminal-report.js';
+import { nearestPrices, notCapturedLine } from './terminal-report.js';
 
 const esc = (s: string) =>
   s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -255,6 +255,8 @@ export function renderHtmlReport(a: AnalysisResult): string {
   const unpriced = t.unpricedModels.length
     ? `<p class="warn">Not priced (no dated price; add one with <code>--prices FILE</code>): ${esc(t.unpricedModels.join(', '))}.</p>`
     : '';
+  const lost = notCapturedLine(a);
+  const notCaptured = lost ? `<p class="warn">${esc(lost)}.</p>` : '';
   const borrowed = nearestPrices(a);
   const nearest = borrowed
     ? `<p class="warn">${esc(borrowed.replace(/^./, (c) => c.toUpperCase()))}.</p>`
@@ -272,6 +274,7 @@ export function renderHtmlReport(a: AnalysisResult): string {
 ${REPORT_CSS}</style></head><body>
 <h1>cacheward report</h1>
 <small>${n.format(a.generatedFrom.records)} records from ${a.generatedFrom.files} file(s)${a.generatedFrom.skippedLines ? `, ${a.generatedFrom.skippedLines} torn lines skipped` : ''}</small>
+${notCaptured}
 <div class="kpi"><div>sessions<b>${n.format(t.sessions)}</b></div><div>requests<b>${n.format(t.requests)}</b></div><div>hit rate (token-weighted)<b>${t.hitRate === null ? 'n/a' : `${(t.hitRate * 100).toFixed(1)}%`}</b></div><div>spend<b>${formatUsd(t.cost)}</b></div><div>waste<b>${formatUsd(t.waste)}</b></div></div>
 ${unpriced}${nearest}${refusals(a)}
 <h2>Input tokens per request</h2><div class="chart">${tokensChart(a)}</div>

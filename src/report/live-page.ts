@@ -74,14 +74,14 @@ export function renderLivePage(nonce: string): string {
   const source = new EventSource('events');
   source.addEventListener('snapshot', (e) => { state = JSON.parse(e.data); renderAll(); document.getElementById('state').textContent = 'live'; });
   source.addEventListener('request', (e) => {
-    const r = JSON.parse(e.data); state.requests.push(r);
+    const r = JSON.parse(e.data); state.requests.push(r); if (state.requests.length > 500) state.requests.shift();
     const body = document.querySelector('#requests tbody'); body.prepend(row(r)); while (body.children.length > 200) body.lastChild.remove();
     const t = state.totals; t.requests++; t.inputTokens += r.hitRate === null ? 0 : r.inputTokens; t.readTokens += r.readTokens; t.cost += r.cost || 0; t.waste += r.waste || 0;
     let s = state.sessions.find((x) => x.session === r.session);
-    if (!s) { s = { session: r.session, requests: 0, inputTokens: 0, readTokens: 0, cost: 0, waste: 0, last: r.time }; state.sessions.unshift(s); }
+    if (!s) { s = { session: r.session, requests: 0, inputTokens: 0, readTokens: 0, cost: 0, waste: 0, last: r.time }; state.sessions.unshift(s); if (state.sessions.length > 200) state.sessions.pop(); }
     s.requests++; s.inputTokens += r.hitRate === null ? 0 : r.inputTokens; s.readTokens += r.readTokens; s.cost += r.cost || 0; s.waste += r.waste || 0; s.last = r.time;
     const minute = Math.floor(r.time / 60000) * 60000; let m = state.minutes.find((x) => x.minute === minute);
-    if (!m) { m = { minute, inputTokens: 0, readTokens: 0, waste: 0, requests: 0 }; state.minutes.push(m); }
+    if (!m) { m = { minute, inputTokens: 0, readTokens: 0, waste: 0, requests: 0 }; state.minutes.push(m); if (state.minutes.length > 180) state.minutes.shift(); }
     m.requests++; m.inputTokens += r.hitRate === null ? 0 : r.inputTokens; m.readTokens += r.readTokens; m.waste += r.waste || 0;
     renderTotals(); renderSessions(); renderChart();
   });

@@ -58,6 +58,8 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
       ),
     );
   }
+  const lost = notCapturedLine(a);
+  if (lost) out.push(s.yellow(`  ${lost}`));
   const borrowed = nearestPrices(a);
   if (borrowed) out.push(s.yellow(`  ${borrowed}`));
   if (t.unfixed) {
@@ -122,4 +124,11 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
       s.dim(`(${a.generatedFrom.skippedLines} torn or invalid lines skipped; see the warnings above)`),
     );
   return out;
+}
+
+/** The sentence for exchanges the proxy did not capture (its own count), or undefined when there were none. */
+export function notCapturedLine(a: AnalysisResult): string | undefined {
+  const n = a.generatedFrom.notCaptured ?? 0;
+  if (!n) return undefined;
+  return `${n.toLocaleString('en-US')} exchange${n === 1 ? ' was' : 's were'} not captured (the proxy's capture queue was full, or the disk refused a write): these figures leave ${n === 1 ? 'it' : 'them'} out`;
 }

@@ -2,6 +2,7 @@
 // Pure parsing with precise messages; it never connects, and never puts a password in a message.
 
 import { CachewardError } from '../core/errors.js';
+import { redactUrl as redact } from '../core/redact-url.js';
 
 /** A `--state` value that cannot be used. */
 export class StateConfigError extends CachewardError {
@@ -53,9 +54,4 @@ export function parseStateSpec(text: string | undefined): StateSpec {
     ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
     display: `${url.protocol}//${url.hostname}:${port}/${db}`,
   };
-}
-
-/** The text with any `user:password@` cut out. */
-function redact(text: string): string {
-  return text.replace(/\/\/[^@/]*@/, '//');
 }

@@ -1,5 +1,7 @@
 // Keeps a metric label's values bounded: names the price table knows stay themselves, a few unknown
-// ones are let through as seen, and every later unknown one is `other`. Pure data; no I/O.
+// ones are let through as seen (capped in length), and every later unknown one is `other`. Pure data; no I/O.
+
+import { capLabel } from '../core/cap-label.js';
 
 export class BoundedLabel {
   private readonly seen = new Set<string>();
@@ -13,10 +15,11 @@ export class BoundedLabel {
     private readonly unknownSlots = 16,
   ) {}
 
-  of(value: string | undefined): string {
-    if (!value) return 'unknown';
-    const k = this.known(value);
+  of(raw: string | undefined): string {
+    if (!raw) return 'unknown';
+    const k = this.known(raw);
     if (k) return k;
+    const value = capLabel(raw);
     if (this.seen.has(value)) return value;
     if (this.seen.size < this.unknownSlots) {
       this.seen.add(value);

@@ -3,6 +3,7 @@
 // mapping from the analyzer's row and the capture record; it never computes a cause or reads a clock.
 
 import { describeMiss } from '../analyze/describe-miss.js';
+import { capLabel } from '../core/cap-label.js';
 import type { LiveDetail } from '../proxy/live-analysis.js';
 
 export type AttributeValue = string | number | boolean | string[];
@@ -13,7 +14,7 @@ const NOT_FIXES = new Set(['pipeline', 'guard', 'state']);
 
 /** The span's name, kind-free: `{gen_ai.operation.name} {gen_ai.request.model}`. */
 export function spanName(e: LiveDetail): string {
-  return e.record.model ? `chat ${e.record.model}` : 'chat';
+  return e.record.model ? `chat ${capLabel(e.record.model)}` : 'chat';
 }
 
 /** Whether a request is one the conventions describe (a chat call; count_tokens is not). */
@@ -21,7 +22,26 @@ export function isChatCall(e: LiveDetail): boolean {
   return !e.record.route.includes('count_tokens');
 }
 
-export function spanAttributes(e: LiveDetail): Attributes {
+/** The upstream a request went to, as the conventions name it: host and port. */
+export interface ServerAddress {
+  address: string;
+  port: number;
+}
+
+/** `server.address` and `server.port` of an upstream base URL (the scheme's default port when it names none). */
+export function serverAddress(base: string): ServerAddress | undefined {
+  try {
+    const u = new URL(base);
+    return {
+      address: u.hostname.replace(/^\[|\]$/g, ''),
+      port: u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+export function spanAttributes(e: LiveDetail, server?: ServerAddress): Attributes {
   const { record: r, analyzed: a } = e;
   const out: Attributes = {
     'gen_ai.operation.name': 'chat',
@@ -30,8 +50,13 @@ export function spanAttributes(e: LiveDetail): Attributes {
     'cacheward.outcome': r.outcome,
     'url.path': r.route,
   };
-  if (r.model) out['gen_ai.request.model'] = r.model;
-  if (r.responseModel) out['gen_ai.response.model'] = r.responseModel;
+  if (server) {
+    out['server.address'] = server.address;
+    out['server.port'] = server.port;
+  }
+  if (r.model) out['gen_ai.request.model'] = capLabel(r.model);
+  if (r.maxTokens !== undefined) out['gen_ai.request.max_tokens'] = r.maxTokens;
+  if (r.responseModel) out['gen_ai.response.model'] = capLabel(r.responseModel);
   if (r.responseId) out['gen_ai.response.id'] = r.responseId;
   if (r.stopReason) out['gen_ai.response.finish_reasons'] = [r.stopReason];
   if (r.status !== undefined) out['http.response.status_code'] = r.status;
@@ -46,8 +71,8 @@ export function spanAttributes(e: LiveDetail): Attributes {
   }
   // The session label the client sent (none: the conversation stands for it).
   const labelled = !['conversation', 'lineage', 'none'].includes(r.session.source);
-  if (labelled) out['cacheward.session.label'] = r.session.key;
-  out['cacheward.session'] = a.session;
+  if (labelled) out['cacheward.session.label'] = capLabel(r.session.key);
+  out['cacheward.session'] = capLabel(a.session);
   out['gen_ai.conversation.id'] = a.conversation;
   out['cacheward.conversation.id'] = a.conversation;
   out['cacheward.conversation.relation'] = a.relation;

@@ -2,6 +2,7 @@
 // _TRACES_ / _METRICS_ endpoints). Pure: the environment is a parameter; it never connects.
 
 import { CachewardError } from '../core/errors.js';
+import { redactUrl } from '../core/redact-url.js';
 
 /** A `--otlp` value that is not an http(s) URL. */
 export class OtlpConfigError extends CachewardError {
@@ -45,12 +46,12 @@ export function otlpOptions(
       u = new URL(url);
     } catch {
       throw new OtlpConfigError(
-        `${what} ${url} is not a URL: give the collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318`,
+        `${what} ${redactUrl(url)} is not a URL: give the collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318`,
       );
     }
     if (u.protocol !== 'http:' && u.protocol !== 'https:')
       throw new OtlpConfigError(
-        `${what} ${url}: OTLP is exported over HTTP; use an http:// or https:// address (port 4318)`,
+        `${what} ${redactUrl(url)}: OTLP is exported over HTTP; use an http:// or https:// address (port 4318)`,
       );
   }
   const base = endpoint.replace(/\/+$/, '');

@@ -2,6 +2,7 @@
 // batched and sent on the SDK's own timers. Never on the request path; a collector that is down costs
 // the proxy only a count of dropped spans and points.
 
+import { randomUUID } from 'node:crypto';
 import { type Counter, type Histogram, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { type ExportResult, ExportResultCode } from '@opentelemetry/core';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
@@ -20,15 +21,30 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import { PriceTable } from '../analyze/price-table.js';
+import { redactUrl } from '../core/redact-url.js';
 import { VERSION } from '../core/version.js';
 import type { LiveDetail } from '../proxy/live-analysis.js';
 import { BoundedLabel } from './bounded-labels.js';
-import { isChatCall, spanAttributes, spanName } from './genai-attributes.js';
+import {
+  isChatCall,
+  type ServerAddress,
+  serverAddress,
+  spanAttributes,
+  spanName,
+} from './genai-attributes.js';
 import type { OtlpOptions } from './otlp-config.js';
+
+/**
+ * This process's `service.instance.id` (a random UUID, as the conventions advise): one per process, so a
+ * backend tells a fleet's proxies apart; on `/_cacheward/health` as `otlp.instance`.
+ */
+export const SERVICE_INSTANCE_ID = randomUUID();
 
 /** What `/_cacheward/health` says about the export. */
 export interface OtlpHealth {
   endpoint: string;
+  /** The `service.instance.id` the export carries. */
+  instance: string;
   /** Spans and metric points the collector accepted, and those dropped (collector down, queue full). */
   exported: number;
   dropped: number;
@@ -50,6 +66,10 @@ interface Counts {
   droppedPoints: number;
   /** Spans handed to the batch processor and not yet taken into an export. */
   queued: number;
+  /** Spans in an export the collector has not answered yet. */
+  sending: number;
+  /** Stopped without waiting for the collector: what it answers later is no longer counted. */
+  abandoned: boolean;
 }
 
 const ok = (r: ExportResult) => r.code === ExportResultCode.SUCCESS;
@@ -62,7 +82,10 @@ class CountingSpanExporter implements SpanExporter {
   ) {}
   export(spans: ReadableSpan[], done: (r: ExportResult) => void): void {
     this.counts.queued = Math.max(0, this.counts.queued - spans.length);
+    this.counts.sending += spans.length;
     this.inner.export(spans, (r) => {
+      if (this.counts.abandoned) return done(r);
+      this.counts.sending -= spans.length;
       if (ok(r)) this.counts.exportedSpans += spans.length;
       else this.counts.droppedSpans += spans.length;
       done(r);
@@ -114,6 +137,8 @@ export class OtlpTelemetry {
     exportedPoints: 0,
     droppedPoints: 0,
     queued: 0,
+    sending: 0,
+    abandoned: false,
   };
   private readonly tracerProvider: BasicTracerProvider;
   private readonly meterProvider: MeterProvider;
@@ -133,10 +158,23 @@ export class OtlpTelemetry {
     { provider: string; model: string; read: number; input: number }
   >();
 
-  constructor(private readonly options: OtlpOptions) {
+  /** Each provider's upstream as `server.address` and `server.port`. */
+  private readonly servers: Partial<Record<string, ServerAddress>> = {};
+
+  /** `upstreams`: each provider's base URL, for the spans' `server.address` and `server.port`. */
+  constructor(
+    private readonly options: OtlpOptions,
+    private readonly log: (line: string) => void = () => {},
+    upstreams: Partial<Record<'anthropic' | 'openai', string>> = {},
+  ) {
+    for (const [provider, base] of Object.entries(upstreams)) {
+      const s = base === undefined ? undefined : serverAddress(base);
+      if (s) this.servers[provider] = s;
+    }
     const resource = resourceFromAttributes({
       'service.name': options.serviceName ?? 'cacheward-proxy',
       'service.version': VERSION,
+      'service.instance.id': SERVICE_INSTANCE_ID,
     });
     const prices = new PriceTable();
     // A model priced from another row keeps its own name (only its own row's dated variants fold into it).
@@ -283,7 +321,7 @@ export class OtlpTelemetry {
     const span = this.tracerProvider.getTracer('cacheward', VERSION).startSpan(spanName(e), {
       kind: SpanKind.CLIENT,
       startTime: r.times.start,
-      attributes: spanAttributes(e),
+      attributes: spanAttributes(e, this.servers[r.provider]),
     });
     if (r.status !== undefined && r.status >= 400)
       span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${r.status}` });
@@ -294,7 +332,8 @@ export class OtlpTelemetry {
   health(): OtlpHealth {
     const c = this.counts;
     return {
-      endpoint: this.options.endpoint,
+      endpoint: redactUrl(this.options.endpoint),
+      instance: SERVICE_INSTANCE_ID,
       exported: c.exportedSpans + c.exportedPoints,
       dropped: c.droppedSpans + c.droppedPoints,
     };
@@ -320,8 +359,28 @@ export class OtlpTelemetry {
     await Promise.allSettled([this.tracerProvider.forceFlush(), this.meterProvider.forceFlush()]);
   }
 
-  /** Sends what is pending and stops; a collector that does not answer costs at most its timeout. */
-  async shutdown(): Promise<void> {
-    await Promise.allSettled([this.tracerProvider.shutdown(), this.meterProvider.shutdown()]);
+  /**
+   * Sends what is pending and stops, waiting for the collector `budgetMs` at most (default 1,000): spans
+   * still unsent then are dropped, counted, and said in one line. Resolves with how many were dropped.
+   */
+  async shutdown(budgetMs = 1_000): Promise<number> {
+    const stopped = Promise.allSettled([this.tracerProvider.shutdown(), this.meterProvider.shutdown()]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), budgetMs);
+    });
+    const outcome = await Promise.race([stopped, late]);
+    clearTimeout(timer);
+    if (outcome !== 'late') return 0;
+    const c = this.counts;
+    const unsent = c.queued + c.sending;
+    c.droppedSpans += unsent;
+    c.queued = 0;
+    c.sending = 0;
+    c.abandoned = true;
+    this.log(
+      `OTLP: the collector at ${redactUrl(this.options.endpoint)} did not take the last export within ${budgetMs} ms of the stop; ${unsent} span${unsent === 1 ? '' : 's'} not sent ${unsent === 1 ? 'was' : 'were'} dropped (and the last metric points with them)`,
+    );
+    return unsent;
   }
 }

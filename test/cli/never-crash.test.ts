@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.js';
+import { redactUrl } from '../../src/core/redact-url.js';
 import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { runBustSession } from '../../src/demo/bust-session.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
@@ -232,7 +233,11 @@ describe('one line, exit 2, no stack trace', () => {
       'https://u:p@example.com',
     ]) {
       for (const flag of ['--upstream', '--anthropic-upstream', '--openai-upstream']) {
-        oneLine(await cli(['proxy', '--port', '0', '--dir', tmp('up'), flag, bad]), `${flag} ${bad}:`);
+        // Named as given, its credentials redacted (`https://***@example.com`).
+        oneLine(
+          await cli(['proxy', '--port', '0', '--dir', tmp('up'), flag, bad]),
+          `${flag} ${redactUrl(bad)}:`,
+        );
       }
     }
   });

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -130,6 +131,49 @@ describe('what reaches the capture when the proxy process dies', () => {
       await p.exited;
     }
   });
+});
+
+describe('what a kill -9 loses of the records the capture writer took', () => {
+  const child = join(import.meta.dirname, 'capture-writer-child.mjs');
+  it.each([
+    [40_000, '40 KB'],
+    [2_500_000, '2.5 MB'],
+  ])(
+    'only those taken in the last 100 ms, at bodies of %i bytes (%s), however far behind the disk is',
+    async (bytes) => {
+      const dir = captureDir();
+      const p = spawn(process.execPath, [child, dir, String(bytes)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      const exited = new Promise((r) => p.once('exit', r));
+      const taken = new Map<string, number>();
+      let lastTick = 0;
+      let buf = '';
+      let ready!: () => void;
+      const started = new Promise<void>((r) => (ready = r));
+      p.stdout.on('data', (d: Buffer) => {
+        buf += d;
+        const lines = buf.split('\n');
+        buf = lines.pop() ?? '';
+        for (const l of lines) {
+          const [what, a, b] = l.split(' ');
+          if (what === 'ready') ready();
+          else if (what === 'tick') lastTick = Number(a);
+          else if (what === 'taken') taken.set(a as string, Number(b));
+        }
+      });
+      await started;
+      await new Promise((r) => setTimeout(r, 2_000));
+      p.kill('SIGKILL');
+      await exited;
+      const onDisk = new Set<string>();
+      for await (const r of readCaptures([dir], { onWarning: () => {} })) onDisk.add(r.record.id);
+      expect(onDisk.size).toBeGreaterThan(20);
+      const lost = [...taken].filter(([id]) => !onDisk.has(id)).map(([, at]) => lastTick - at);
+      expect(lost.filter((age) => age > 100)).toEqual([]);
+    },
+    30_000,
+  );
 });
 
 describe('memory after a large body', () => {

@@ -3,15 +3,20 @@
 // metric points with bounded labels; and a collector that is down costs only a dropped-points counter.
 
 import { mkdtempSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.js';
 import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { type CachewardProxy, createProxy } from '../../src/proxy/create-proxy.js';
 import { createSimulator, type Simulator } from '../../src/sim/simulator.js';
 import { otlpOptions } from '../../src/telemetry/otlp-config.js';
+import { SERVICE_INSTANCE_ID } from '../../src/telemetry/otlp-telemetry.js';
+import { startCliProxy } from '../proxy/cli-proxy.js';
 import { type OtlpReceiver, startOtlpReceiver } from './otlp-receiver.js';
 
 type Json = Record<string, unknown>;
@@ -45,7 +50,7 @@ afterAll(async () => {
   await receiver.close();
 });
 
-async function drive(proxy: CachewardProxy, label: string) {
+async function drive(proxy: Pick<CachewardProxy, 'url'>, label: string) {
   const client = new Anthropic({ apiKey: KEY, baseURL: proxy.url, maxRetries: 0 });
   const ids: string[] = [];
   for (const [i, body] of session().entries()) {
@@ -76,6 +81,9 @@ describe('OTLP export', () => {
     const ids = await drive(proxy, 'otel-session');
     await proxy.flush();
     expect(proxy.health().otlp).toMatchObject({ endpoint: receiver.url, dropped: 0 });
+    // One service.instance.id per process, on the health endpoint too.
+    const instance = proxy.health().otlp?.instance;
+    expect(instance).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     await proxy.close();
 
     expect([...receiver.contentTypes]).toEqual(['application/json']);
@@ -86,6 +94,11 @@ describe('OTLP export', () => {
       expect(s.name).toBe('chat claude-opus-5');
       expect(s.kind).toBe(3); // CLIENT
       expect(s.resource['service.name']).toBe('cacheward-proxy');
+      expect(s.resource['service.instance.id']).toBe(instance);
+      // The upstream it went to, and the output budget the request asked for.
+      expect(s.attributes['server.address']).toBe('127.0.0.1');
+      expect(s.attributes['server.port']).toBe(Number(new URL(simUrl).port));
+      expect(s.attributes['gen_ai.request.max_tokens']).toBe(session()[0]?.max_tokens);
       expect(s.attributes).toMatchObject({
         'gen_ai.operation.name': 'chat',
         'gen_ai.provider.name': 'anthropic',
@@ -155,6 +168,30 @@ describe('OTLP export', () => {
     }
   });
 
+  it("names the OpenAI output budget as gen_ai.request.max_tokens, from Chat's and Responses' own fields", async () => {
+    const proxy = createProxy({
+      upstream: simUrl,
+      clock,
+      capture: 'off',
+      dir: mkdtempSync(join(tmpdir(), 'cacheward-otlp-openai-')),
+      otlp: { endpoint: receiver.url, spanDelayMs: 20, metricIntervalMs: 60_000 },
+      logger: {},
+    });
+    await proxy.listen();
+    const client = new OpenAI({ apiKey: 'sk-test-otlp', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+    const headers = { 'x-cacheward-session': 'otel-openai' };
+    await client.chat.completions.create(
+      { model: 'gpt-5.4', max_completion_tokens: 77, messages: [{ role: 'user', content: 'hello' }] },
+      { headers },
+    );
+    await client.responses.create({ model: 'gpt-5.4', max_output_tokens: 88, input: 'hello' }, { headers });
+    await proxy.flush();
+    await proxy.close();
+    const spans = receiver.spans.filter((s) => s.attributes['cacheward.session.label'] === 'otel-openai');
+    expect(spans.map((s) => s.attributes['gen_ai.request.max_tokens'])).toEqual([77, 88]);
+    for (const s of spans) expect(s.attributes['server.port']).toBe(Number(new URL(simUrl).port));
+  });
+
   it('costs nothing but a dropped counter when the collector is down', async () => {
     const down = await startOtlpReceiver();
     const url = down.url;
@@ -182,6 +219,49 @@ describe('OTLP export', () => {
     expect(metrics).toMatch(/cacheward_otlp_dropped_total\{signal="traces"\} [4-9]/);
     await proxy.close();
   });
+});
+
+describe('stopping with a collector that does not answer', () => {
+  it('SIGTERM ends the proxy within 2 s, and one line says how many spans were dropped', async () => {
+    // One collector refuses connections; another accepts them and never answers.
+    const refused = await startOtlpReceiver();
+    const refusedUrl = refused.url;
+    await refused.close();
+    const silent = createServer((socket) => socket.on('data', () => {}));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      for (const collector of [refusedUrl, silentUrl]) {
+        // Spans wait in the batch for a minute: at the stop, every one of them is still unsent.
+        const p = await startCliProxy(
+          ['--upstream', simUrl, '--capture', 'off', '--no-warm-up', '--otlp', collector],
+          {
+            env: { OTEL_BSP_SCHEDULE_DELAY: '60000' },
+          },
+        );
+        const ids = await drive(p, `stop-${collector}`);
+        expect(ids).toHaveLength(4);
+        // Another process: another service.instance.id.
+        type Health = { otlp: { instance: string } };
+        const other = ((await (await fetch(`${p.url}/_cacheward/health`)).json()) as Health).otlp.instance;
+        expect(other).toMatch(/^[0-9a-f-]{36}$/);
+        expect(other).not.toBe(SERVICE_INSTANCE_ID);
+        // A span is made once its exchange has been analyzed: all four have been when the page counts four.
+        type State = { totals: { requests: number } };
+        while (((await (await fetch(`${p.url}/_cacheward/state`)).json()) as State).totals.requests < 4)
+          await new Promise((r) => setTimeout(r, 20));
+        const t0 = performance.now();
+        p.child.kill('SIGTERM');
+        expect(await p.exited).toBe(0);
+        expect(performance.now() - t0).toBeLessThan(2_000);
+        const said = p.stderr.filter((l) => l.includes('spans not sent were dropped'));
+        expect(said).toHaveLength(1);
+        expect(said[0]).toMatch(/did not take the last export within 1000 ms of the stop; 4 spans not sent/);
+      }
+    } finally {
+      silent.close();
+    }
+  }, 60_000);
 });
 
 describe('where OTLP goes', () => {

@@ -47,10 +47,10 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
             : {}),
         },
       });
+      // Listening for the stop before the URL is printed: a client that reads it and stops the proxy at once
+      // must find the handler there (else SIGTERM's default ends the process with nothing flushed or said).
+      const stop = waitForStop();
       const h = proxy.health();
-      // Listening for SIGTERM before the URL is out: a caller that stops the proxy as soon as it read the
-      // URL must still get the stop line (else the default action ends the process on a loaded machine).
-      const stopping = waitForStop();
       io.out(`cacheward proxy listening on ${proxy.url}`);
       io.out(
         `  capture: ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}; upstreams: ${h.upstreams.anthropic} (Anthropic), ${h.upstreams.openai} (OpenAI)`,
@@ -65,7 +65,7 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
         io.out(
           `  state: ${h.state.url} (prefix ${h.state.prefix}, ${h.state.status}); instance ${h.state.instance}`,
         );
-      const reason = await stopping;
+      const reason = await stop;
       await proxy.close();
       const after = proxy.health().capture;
       if (reason !== 'EPIPE' && after.mode !== 'off') {
