@@ -8,7 +8,7 @@ import { EXIT_OK } from '../exit-codes.js';
 import { type CliIO, styles } from '../io.js';
 import { InputError } from '../read-request-file.js';
 
-/** The format of a `--prices FILE`, for every command's --help and the README. */
+/** The format of a `--prices FILE`, for every command's --help and docs/report.md. */
 export const PRICES_HELP = `
 Prices: built in for the Anthropic models, each row dated and sourced (\`cacheward prices\` lists them).
 --prices FILE adds or overrides rows: a JSON array of objects
