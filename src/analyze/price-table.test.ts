@@ -64,6 +64,7 @@ describe('PriceTable', () => {
 
   it('says a borrowed price in the report and the run summary', () => {
     const result = {
+      generatedFrom: { records: 2, files: 1, skippedLines: 0 },
       totals: {
         requests: 2,
         sessions: 1,
