@@ -250,7 +250,11 @@ describe('three proxies on one Redis', () => {
         expect(got, `fleet record of ${stepKey(t)}`).toBeDefined();
         if (!ref || !got) continue;
         const same = sha(got.body) === sha(ref.body);
-        if (t.turn <= 5) expect(same, `round ${t.turn}, conversation ${t.conversation}`).toBe(true);
+        if (t.turn <= 5)
+          expect(
+            same,
+            `round ${t.turn}, conversation ${t.conversation}: ${JSON.stringify(got.record.fixes)} against ${JSON.stringify(ref.record.fixes)}`,
+          ).toBe(true);
         if (same) continue;
         expect(sha(got.body), `unfixed ${stepKey(t)} is the client's bytes`).toBe(
           sha(ref.clientBody ?? ref.body),
