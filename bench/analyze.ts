@@ -17,7 +17,7 @@ import { pathToFileURL } from 'node:url';
 import { AnthropicCache, normalizeAnthropicUsage, PrefixBuilder } from '../dist/index.js';
 import { CaptureWriter } from '../dist/proxy/index.js';
 import { type CapturedBlock, type CaptureRecord, capturePrefix } from '../src/capture/capture-record.js';
-import { anthropicTool } from '../src/demo/agent-conversation.js';
+import { anthropicTool } from '../src/sim/agent-conversation.js';
 import { type Json, machineLine } from './support.js';
 
 async function generate(

@@ -5,8 +5,8 @@ import { type AdvanceableClock, OffsetClock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
 import type { Json } from '../core/json.js';
 import { createProxy } from '../proxy/create-proxy.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../sim/agent-conversation.js';
 import { createSimulator } from '../sim/simulator.js';
-import { agentConversation, anthropicTool, appendUserTurn } from './agent-conversation.js';
 
 /** One step: what is sent, in which session, and how long the agent idles before it. */
 export interface SessionStep {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
+import { agentConversation, appendUserTurn } from '../sim/agent-conversation.js';
 import { historyShapes, sameDefinition } from './anthropic-messages.js';
 import { pinReminders } from './pin-reminders.js';
 

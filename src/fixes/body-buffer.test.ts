@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { seededRandom } from '../demo/agent-conversation.js';
+import { seededRandom } from '../sim/agent-conversation.js';
 import { CLASSED_BYTES, concatBody, sizeClass } from './body-buffer.js';
 
 describe('sizeClass', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicFixture, openaiChatFixture, openaiResponsesFixture } from '../../test/fixtures/requests.js';
-import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
+import { agentConversation, appendUserTurn } from '../sim/agent-conversation.js';
 import { PrefixBuilder, parsePrefix } from './build-prefix.js';
 import { firstDivergence } from './first-divergence.js';
 

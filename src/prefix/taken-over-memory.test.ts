@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
+import { agentConversation, appendUserTurn } from '../sim/agent-conversation.js';
 import { PrefixBuilder } from './build-prefix.js';
 import { messageEnds } from './message-ends.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
+import { agentConversation, appendUserTurn } from '../sim/agent-conversation.js';
 import { parseRequestBody, type RequestBody, type WireFormat } from './request-body.js';
 
 type Json = Record<string, unknown>;

@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { CapturedPrefixReuse, prefixFromCapture } from '../../src/analyze/captured-prefix.js';
 import { capturePrefix } from '../../src/capture/capture-record.js';
-import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { type Prefix, PrefixBuilder } from '../../src/prefix/build-prefix.js';
+import { agentConversation, appendUserTurn } from '../../src/sim/agent-conversation.js';
 
 const bytes = (v: unknown) => Buffer.from(JSON.stringify(v));
 

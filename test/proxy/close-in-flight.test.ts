@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { agentConversation } from '../../src/demo/agent-conversation.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
+import { agentConversation } from '../../src/sim/agent-conversation.js';
 
 const files = (dir: string) => {
   try {
