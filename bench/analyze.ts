@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { AnthropicCache, normalizeAnthropicUsage, PrefixBuilder } from '../dist/index.js';
 import { CaptureWriter } from '../dist/proxy/index.js';
-import { type CapturedBlock, type CaptureRecord, capturePrefix } from '../src/capture/capture-record.js';
+import { type CapturedBlock, type CaptureRecord, capturePrefix } from '../src/record/capture-record.js';
 import { anthropicTool } from '../src/sim/agent-conversation.js';
 import { type Json, machineLine } from './support.js';
 

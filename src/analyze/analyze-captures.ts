@@ -9,7 +9,6 @@ import { EntryStore } from '../cache/entry-store.js';
 import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import { OpenAICache } from '../cache/openai-cache.js';
 import { openaiDefaultRetention } from '../cache/openai-rules.js';
-import { type CapturedPrefix, type CaptureRecord, UNRECORDED_KIND } from '../capture/capture-record.js';
 import { MemoryConversationStore, type Relation } from '../conversation/conversation-store.js';
 import { lastMessageKey, lazyAnchors } from '../conversation/reply-keys.js';
 import {
@@ -19,6 +18,7 @@ import {
 } from '../conversation/resolve-conversation.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
+import { type CapturedPrefix, type CaptureRecord, UNRECORDED_KIND } from '../record/capture-record.js';
 import { drainSteps } from '../wire/json-scan.js';
 import { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 import {

@@ -1,11 +1,11 @@
 // Rebuilds the prefix model from a capture record's blocks, so the cache models (which take a Prefix)
 // run over captures exactly as they run in the simulator. No body, no text: keys, sizes and markers only.
 
-import type { CapturedBlock, CapturedPrefix } from '../capture/capture-record.js';
 import { LruMap } from '../core/lru-map.js';
 import type { Prefix, PrefixBlock, PrefixLevel } from '../prefix/build-prefix.js';
 import { extendMessageEndsSteps, type MessageEnd, messageEndsSteps } from '../prefix/message-ends.js';
 import { TranscriptChain } from '../prefix/transcript.js';
+import type { CapturedBlock, CapturedPrefix } from '../record/capture-record.js';
 import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { RequestBody, WireFormat } from '../wire/request-body.js';
 

@@ -4,21 +4,7 @@
 import { isUtf8 as bufferIsUtf8 } from 'node:buffer';
 import { hash } from 'node:crypto';
 import { CachewardError } from '../core/errors.js';
-
-/** A stored body: whole (`base` absent) or the middle bytes between a shared prefix and suffix of `base`. */
-export interface StoredBody {
-  /** The record id of the previous body of the session, when this is a delta. */
-  base?: string;
-  /** Bytes shared with the base at the start and at the end. */
-  prefix?: number;
-  suffix?: number;
-  /** The stored bytes: UTF-8 text, or base64 when they are not valid UTF-8. */
-  text?: string;
-  b64?: string;
-  /** Length and sha256 (base64) of the whole body, checked on reconstruction. */
-  size: number;
-  sha256: string;
-}
+import type { StoredBody } from '../record/capture-record.js';
 
 function commonPrefix(a: Uint8Array, b: Uint8Array): number {
   const n = Math.min(a.length, b.length);

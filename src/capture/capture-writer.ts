@@ -7,8 +7,13 @@ import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
 import { runStepped } from '../core/stepped-work.js';
+import {
+  blockDelta,
+  type CapturedPrefix,
+  type CaptureMode,
+  type CaptureRecord,
+} from '../record/capture-record.js';
 import { storeBody } from './body-delta.js';
-import { blockDelta, type CapturedPrefix, type CaptureMode, type CaptureRecord } from './capture-record.js';
 import { jsonLineSteps } from './json-line-steps.js';
 import { type NotCapturedMarker, NotCapturedTally } from './not-captured.js';
 import { type SessionBase, SessionBases } from './session-bases.js';

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../core/clock.js';
+import type { CapturedBlock, CaptureRecord } from '../record/capture-record.js';
 import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import { storeBody } from './body-delta.js';
-import type { CapturedBlock, CaptureRecord } from './capture-record.js';
 import { CaptureWriter } from './capture-writer.js';
 import { jsonLineSteps } from './json-line-steps.js';
 

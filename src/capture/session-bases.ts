@@ -1,7 +1,7 @@
 // What the capture writer remembers per session to store the next record as a delta: the last body, prefix
 // blocks and headers. Bounded: least recently used sessions go first, and a huge body is never kept.
 
-import type { CapturedBlock, CapturedPrefix } from './capture-record.js';
+import type { CapturedBlock, CapturedPrefix } from '../record/capture-record.js';
 
 export interface SessionBase {
   body?: { id: string; body: Uint8Array };

@@ -3,7 +3,6 @@
 // bounded steps when asked. Holds no other state; never reads a clock (times are parameters).
 
 import { longestCacheTtlMs } from '../cache/longest-ttl.js';
-import type { CapturedConversation } from '../capture/capture-record.js';
 import { StepQueue } from '../core/step-queue.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { messageEndsSteps } from '../prefix/message-ends.js';
@@ -19,6 +18,14 @@ import {
   resolveConversationSteps,
 } from './resolve-conversation.js';
 import { type HeaderLookup, type SessionLabel, sessionLabel } from './session-label.js';
+
+/** Where the conversation model put the request when the proxy saw it (the client's own bytes). */
+export interface CapturedConversation {
+  id: string;
+  relation: 'continues' | 'fork' | 'sibling' | 'new';
+  parent?: string;
+  turn: number;
+}
 
 /** One resolved request, waiting for its answer. */
 export interface TrackedRequest {

@@ -2,7 +2,7 @@
 // conversation of a request no fix looked at, write the capture record, hand it to live analysis.
 // Runs after the client has its bytes, in slices that yield (work-slices.ts); never throws, never touches traffic.
 
-import type { CaptureRecord } from '../capture/capture-record.js';
+import type { CaptureRecord } from '../record/capture-record.js';
 import type { ProxyState, StateCommit } from '../state/proxy-state.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';

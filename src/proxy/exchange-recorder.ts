@@ -2,16 +2,16 @@
 // handed over by the fix stage), its conversation (asked of the one resolver), usage from the response.
 // Runs after the client has its bytes; never throws.
 
+import type { CaptureWriter } from '../capture/capture-writer.js';
+import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
+import { recordedConversation } from '../conversation/conversation-tracker.js';
+import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import {
   type CaptureRecord,
   capturePrefixSteps,
   type FixNote,
   keptHeaders,
-} from '../capture/capture-record.js';
-import type { CaptureWriter } from '../capture/capture-writer.js';
-import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
-import { recordedConversation } from '../conversation/conversation-tracker.js';
-import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+} from '../record/capture-record.js';
 import { drainSteps } from '../wire/json-scan.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { StreamSummary } from '../wire/sse-stream.js';

@@ -7,13 +7,6 @@ export {
   type ReadRecord,
   readCaptures,
 } from '../capture/capture-reader.js';
-export type {
-  CapturedBlock,
-  CapturedPrefix,
-  CaptureMode,
-  CaptureRecord,
-  FixNote,
-} from '../capture/capture-record.js';
 export { type CaptureState, CaptureWriter, type CaptureWriterOptions } from '../capture/capture-writer.js';
 export { defaultCaptureDir } from '../capture/default-dir.js';
 export { CachewardError, type ErrorCode } from '../core/errors.js';
@@ -43,6 +36,13 @@ export { stripBillingHeader } from '../fixes/strip-billing-header.js';
 export { toolsFreeze } from '../fixes/tools-freeze.js';
 export { toolsSort } from '../fixes/tools-sort.js';
 export { ttlFix } from '../fixes/ttl.js';
+export type {
+  CapturedBlock,
+  CapturedPrefix,
+  CaptureMode,
+  CaptureRecord,
+  FixNote,
+} from '../record/capture-record.js';
 export {
   type Invariant,
   type ReplayOptions,

@@ -7,9 +7,9 @@
 // does not record (tools, system, parameters, the reminders Claude Code adds) stands as one opaque block.
 
 import { createHash, type Hash } from 'node:crypto';
-import type { UnrecordedPart } from '../capture/capture-record.js';
 import { isObj, type Json } from '../core/json.js';
 import { LruMap } from '../core/lru-map.js';
+import type { UnrecordedPart } from '../record/capture-record.js';
 import {
   billingLine,
   type ClaudeCodeCall,

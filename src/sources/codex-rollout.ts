@@ -6,8 +6,8 @@
 // recorded: the tools and the request parameters but the model and a reasoning effort the user set (they stand
 // as one opaque block sized from usage), and the id Codex gives its base-instructions message.
 
-import type { UnrecordedPart } from '../capture/capture-record.js';
 import { isObj, type Json } from '../core/json.js';
+import type { UnrecordedPart } from '../record/capture-record.js';
 import type { LineWarning, SourceRequest } from './source-request.js';
 import { unrecordedBlock } from './unrecorded-block.js';
 

@@ -1,11 +1,11 @@
 // What the proxy asks of its state, wherever it lives: resolve a request and hand over its parent's fix
 // state, then commit the request once the upstream answered. Types only; it must never do I/O itself.
 
-import type { CaptureRecord, FixNote } from '../capture/capture-record.js';
 import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
 import type { HeaderLookup } from '../conversation/session-label.js';
 import type { ForwardedPair } from '../fixes/stability.js';
 import type { Prefix } from '../prefix/build-prefix.js';
+import type { CaptureRecord, FixNote } from '../record/capture-record.js';
 import type { RequestFixState } from './fix-state-codec.js';
 import type { FixStateHealth } from './fix-state-open.js';
 import type { FixStates } from './fix-state-store.js';
