@@ -28,7 +28,10 @@ export function registerSim(program: Command, io: CliIO, setExit: (code: number)
     .addOption(
       new Option('--host <host>', 'address to bind (loopback only unless you mean it)').default('127.0.0.1'),
     )
-    .option('--script <file>', 'scripted replies, turn by turn, per conversation (JSON; see docs/simulator.md)')
+    .option(
+      '--script <file>',
+      'scripted replies, turn by turn, per conversation (JSON; see docs/simulator.md)',
+    )
     .option('--faults <spec>', 'random faults, e.g. 429@0.1,reset-mid-stream@0.01,slow=20@1')
     .option('--no-auth', 'accept requests without an API key')
     .option('--seed <n>', 'seed for fault draws and ids (an integer)', '1')
