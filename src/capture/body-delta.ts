@@ -5,16 +5,7 @@ import { isUtf8 as bufferIsUtf8 } from 'node:buffer';
 import { hash } from 'node:crypto';
 import { CachewardError } from '../core/errors.js';
 import type { StoredBody } from '../record/capture-record.js';
-
-function commonPrefix(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.length, b.length);
-  // Compare 64 KB windows natively, then finish byte by byte in the window that differs.
-  const W = 65536;
-  let i = 0;
-  while (i + W <= n && Buffer.compare(a.subarray(i, i + W), b.subarray(i, i + W)) === 0) i += W;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
+import { sharedByteCount } from '../wire/json-scan.js';
 
 function commonSuffix(a: Uint8Array, b: Uint8Array, max: number): number {
   let i = 0;
@@ -56,7 +47,7 @@ export function storeBody(body: Uint8Array, previous?: { id: string; body: Uint8
   const sha256 = hash('sha256', body, 'base64');
   if (!previous) return encoded({}, body, sha256, body);
   const prev = previous.body;
-  let p = commonPrefix(prev, body);
+  let p = sharedByteCount(prev, body);
   let s = commonSuffix(prev, body, Math.min(prev.length, body.length) - p);
   p = alignBack(body, p);
   const middleEnd = alignForward(body, body.length - s);
