@@ -35,6 +35,18 @@ export interface TrackedRequest {
   committed: boolean;
 }
 
+/** A request the upstream answered (or did not: no status), as the tracker and the state record it. */
+export interface AnsweredRequest {
+  id: string;
+  prefix: Prefix;
+  headers: HeaderLookup;
+  /** When it started, in ms. */
+  time: number;
+  route: string;
+  /** The upstream's status; undefined when none came. */
+  status: number | undefined;
+}
+
 /** A count_tokens call or a refused request is a turn of no conversation. */
 export function countsAsTurn(route: string, status: number | undefined): boolean {
   return !route.includes('count_tokens') && (status === undefined || status < 400);
@@ -152,14 +164,8 @@ export class ConversationTracker {
    * it is done, its message ends, its resolution and its commit, in bounded steps with no other stepped
    * commit in between (the resolution reads the store it then writes).
    */
-  *trackSteps(
-    id: string,
-    prefix: Prefix,
-    headers: HeaderLookup,
-    time: number,
-    route: string,
-    status: number | undefined,
-  ): Generator<void, TrackedRequest> {
+  *trackSteps(answered: AnsweredRequest): Generator<void, TrackedRequest> {
+    const { id, prefix, headers, time, route, status } = answered;
     const turn = countsAsTurn(route, status);
     const store = this.store;
     const write = (request: ConversationRequest, res: Resolution) => this.writeSteps(request, res, route);

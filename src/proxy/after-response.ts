@@ -38,14 +38,14 @@ export async function afterResponse(
       await deps.slices.stepped(deps.recorder.parseSteps(facts));
       const prefix = facts.prefix;
       if (prefix) {
-        const tracked = await deps.state.track(
-          facts.id,
-          deps.recorder.chains.whole(prefix).prefix,
-          facts.requestHeaders,
-          facts.start,
-          facts.route,
-          facts.status,
-        );
+        const tracked = await deps.state.track({
+          id: facts.id,
+          prefix: deps.recorder.chains.whole(prefix).prefix,
+          headers: facts.requestHeaders,
+          time: facts.start,
+          route: facts.route,
+          status: facts.status,
+        });
         if (tracked) facts.tracked = tracked;
       }
     }

@@ -151,14 +151,14 @@ export class ExchangeRecorder {
       const budget = fields.max_completion_tokens ?? fields.max_output_tokens ?? fields.max_tokens;
       if (typeof budget === 'number' && Number.isFinite(budget)) record.maxTokens = budget;
       if (!tracked)
-        tracked = yield* this.o.conversations.trackSteps(
-          f.id,
+        tracked = yield* this.o.conversations.trackSteps({
+          id: f.id,
           prefix,
-          f.requestHeaders,
-          f.start,
-          f.route,
-          f.status,
-        );
+          headers: f.requestHeaders,
+          time: f.start,
+          route: f.route,
+          status: f.status,
+        });
     }
     if (tracked) Object.assign(record, recordedConversation(tracked));
     else record.session = { key: `unparsed-${f.provider}`, source: 'none' };
