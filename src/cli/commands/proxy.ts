@@ -6,7 +6,7 @@ import { Option } from 'commander';
 import { lineLogger } from '../../core/logger.js';
 import { type LiveRequest, liveLogLine } from '../../proxy/live-analysis.js';
 import type { CliIO } from '../io.js';
-import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-options.js';
+import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-flags.js';
 import { runCaptureFiles } from '../run-captures.js';
 import { shellQuote } from '../shell-quote.js';
 import { waitForStop } from '../stop-signal.js';

@@ -1,4 +1,4 @@
-// The options `cacheward proxy` and `cacheward run` share, parsed into createProxy options, and starting it.
+// The flags `cacheward proxy` and `cacheward run` share, parsed into createProxy options, and starting it.
 // Every value is checked before anything listens; a failure to start is one line, never a stack trace.
 
 import { type Command, Option } from 'commander';
