@@ -8,7 +8,7 @@ const intl = new Intl.NumberFormat('en-US');
 
 /**
  * `Intl.NumberFormat('en-US').format`, with integers (every figure a sentence shows but a TTL or idle time
- * in fractions) grouped here: ~0.4 µs a call through ICU, and a live proxy describes every miss it sees.
+ * in fractions) grouped here, not through ICU: a live proxy describes every miss it sees.
  */
 export const n = {
   format(v: number): string {

@@ -6,8 +6,7 @@ export class ExpiringRecords<T> {
   /**
    * Walks the keys oldest first as they are dropped, and stays where it is between drops: a Map iterator
    * goes on past entries deleted or added since, so it always stands at the oldest left. A new iterator
-   * for each drop walked over every deleted slot before it again (until V8 rebuilt the table): at 100,000
-   * records, tens of µs a record.
+   * for each drop would walk over every deleted slot before it again (until V8 rebuilds the table).
    */
   private oldest: Iterator<string> | undefined;
 

@@ -65,7 +65,7 @@ export async function* mergeCaptures(
   options: MergeCapturesOptions = {},
 ): AsyncGenerator<ReadRecord> {
   // Files are opened as the merge reaches their start (the time in their name, when it has one), not all
-  // at once: 500 open files held ~300 MB of read buffers for records that were not due yet.
+  // at once: every open file holds read buffers for records that are not due yet.
   const pending: Array<{ file: string; stamp: number }> = [];
   for (const file of await distinctCaptureFiles(paths)) pending.push({ file, stamp: await fileStart(file) });
   pending.sort((a, b) => a.stamp - b.stamp);
