@@ -1,6 +1,7 @@
 // The analyzer: reads capture records in order, asks the conversation model which conversation each
 // request belongs to, runs the cache models for their evidence beside the provider's usage, and names one
-// cause per re-written prefix with the cause table. Memory is bounded whatever the length of the capture.
+// cause per re-written prefix with the cause table. Memory is bounded whatever the length of the capture;
+// it never parses a body or guesses a lineage, a TTL or a cause of its own (the models answer those).
 
 import { AnthropicCache } from '../cache/anthropic-cache.js';
 import { TTL_1H } from '../cache/anthropic-rules.js';

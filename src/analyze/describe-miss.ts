@@ -1,5 +1,6 @@
 // One line a person understands for each miss: when, what broke the prefix, how much was re-written, and
 // what it cost ("turn 41, 12:03:55 — tools changed: `X` added at index 17; 184,220 tokens re-written; $2.30 wasted").
+// It only words what the analysis found: it never decides a cause or a figure itself.
 
 import { describeChange } from '../prefix/describe-divergence.js';
 import type { Miss } from './analyze-captures.js';

@@ -1,5 +1,5 @@
 // A bounded map of records that expire: what both providers' diagnostics keep per response id.
-// Times are passed in; the oldest record goes first past the bound.
+// Times are passed in (it never reads a clock); the oldest record goes first past the bound.
 
 export class ExpiringRecords<T> {
   private readonly records = new Map<string, { value: T; expiresAt: number }>();

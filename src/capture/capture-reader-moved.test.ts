@@ -1,3 +1,6 @@
+// The capture reader puts blocks that moved in the body back at their offsets, and says what it cannot read.
+// Writes only into its own temporary folder.
+
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,3 +1,6 @@
+// Stepped JSON lines are exactly JSON.stringify's, in bounded steps, and the writer writes large records whole.
+// Writes only into its own temporary folders.
+
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -2,6 +2,7 @@
 // and the streams are merged by start time; a record met twice (a file named twice, a copied folder) is
 // yielded once, and so is a call met both in a capture and in an agent's transcript (same session, model and
 // usage, started within seconds). Memory: one waiting record per file and the last hour's ids (at most 200,000).
+// It never changes a record or writes a file.
 
 import { realpath } from 'node:fs/promises';
 import { SourceRecords } from '../sources/source-records.js';

@@ -1,5 +1,6 @@
 // A scripted agent session that breaks its cache in every way the analyzer names, sent through a real
-// proxy into the simulator on one clock. The demo prints its report; the tests assert on it.
+// proxy into the simulator on one clock. The demo prints its report; the tests assert on it. It never leaves
+// loopback and never needs an API key.
 
 import { type AdvanceableClock, OffsetClock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';

@@ -1,3 +1,6 @@
+// historyShapes on a growing conversation reads only what changed and gives what a fresh read gives.
+// Pure: bodies in memory, no proxy.
+
 import { describe, expect, it } from 'vitest';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
 import { agentConversation, appendUserTurn } from '../sim/agent-conversation.js';

@@ -1,3 +1,6 @@
+// Properties of the one first-divergence engine: no divergence from itself, the exact block of an edit.
+// Pure: generated bodies only (fast-check).
+
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bustExamples } from '../demo/bust-examples.js';

@@ -1,3 +1,6 @@
+// A prefix built by extending a kept body equals the one built from scratch, whatever changed.
+// Pure: bodies in memory.
+
 import { describe, expect, it } from 'vitest';
 import { prefixData } from '../../test/fixtures/prefix-data.js';
 import { agentConversation, anthropicTool, appendUserTurn, seededRandom } from '../sim/agent-conversation.js';

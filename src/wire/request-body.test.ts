@@ -1,3 +1,6 @@
+// parseRequestBody reads each provider format into units with exact byte spans, keeping unknown fields.
+// Pure.
+
 import { describe, expect, it } from 'vitest';
 import { anthropicFixture, openaiChatFixture, openaiResponsesFixture } from '../../test/fixtures/requests.js';
 import { JsonSyntaxError, WireFormatError } from '../core/errors.js';

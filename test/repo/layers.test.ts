@@ -1,3 +1,6 @@
+// The layer lint (scripts/check-layers.mjs) passes on src/ and fails each kind of import against the floors.
+// Writes only into its own temporary trees.
+
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';

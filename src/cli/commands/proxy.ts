@@ -1,5 +1,6 @@
 // `cacheward proxy`: the capturing proxy. A thin shell over createProxy: it parses options, prints the
 // base URL first, and on SIGINT/SIGTERM (or stdout closing) stops taking requests and flushes the capture.
+// It never touches traffic itself: everything on the request path is createProxy's.
 
 import type { Command } from 'commander';
 import { Option } from 'commander';
