@@ -14,7 +14,8 @@ import { type ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';
 import { ProxyMetrics } from './proxy-metrics.js';
 import { ResponseTap } from './response-tap.js';
 
-type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+/** A `fetch`: what wrapFetch wraps and what it returns (with its capture's extras). */
+export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 /** Options for {@link wrapFetch}: the capture settings of `createProxy`. */
 export interface WrapFetchOptions {
