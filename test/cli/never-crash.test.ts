@@ -11,10 +11,11 @@ import { runBustSession } from '../../src/demo/bust-session.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
 import { agentConversation, appendUserTurn } from '../../src/sim/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
+import { builtCli } from '../suite.js';
 import { type Captured, fullCapture } from './captures.js';
 import { cli } from './run-cli.js';
 
-const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
+const bin = builtCli();
 const tmp = (name: string) => mkdtempSync(join(tmpdir(), `cacheward-nc-${name}-`));
 
 let hashes: string;

@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import type { LiveRequest, LiveSnapshot } from '../../src/proxy/live-analysis.js';
+import { builtCli } from '../suite.js';
 import { claudeCodeConversation, type Turn } from './claude-code-traffic.js';
 
-const BIN = join(import.meta.dirname, '../../dist/cli/bin.js');
+const BIN = builtCli();
 export const KEY = 'cacheward-test-anthropic-key-0123456789abcdefghijklmnop';
 // pin-reminders first: it restores the message shape tools-freeze's announcement positions refer to.
 export const FIXES = 'pin-reminders,tools-freeze';
