@@ -3,6 +3,7 @@ import { defineConfig } from 'tsup';
 export default defineConfig({
   entry: {
     index: 'src/index.ts',
+    internal: 'src/internal.ts',
     'sim/index': 'src/sim/index.ts',
     'proxy/index': 'src/proxy/index.ts',
     'fork/index': 'src/fork/index.ts',
@@ -16,6 +17,7 @@ export default defineConfig({
   dts: {
     entry: [
       'src/index.ts',
+      'src/internal.ts',
       'src/sim/index.ts',
       'src/proxy/index.ts',
       'src/fork/index.ts',

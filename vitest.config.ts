@@ -1,3 +1,6 @@
+// The full suite (`npm test`): every test, the built CLI, Chromium, Redis and the agent binaries included.
+// vitest.unit.config.ts is its in-process part, for a fast loop while working.
+
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({

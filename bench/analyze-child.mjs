@@ -1,8 +1,11 @@
 // Runs the analysis of one capture folder and prints its time and peak RSS as JSON (for bench/analyze.ts).
 // argv: the capture folder, then optionally another build's dist/index.js (a before/after run).
-const { analyzePaths, PriceTable, tuneHeapForAnalysis } = await import(process.argv[3] ?? '../dist/index.js');
-// What `cacheward report` does before it analyzes (a build from before it had this runs without).
-tuneHeapForAnalysis?.();
+const index = new URL(process.argv[3] ?? '../dist/index.js', import.meta.url);
+const root = await import(index.href);
+const { analyzePaths, PriceTable } = root;
+// What `cacheward report` does before it analyzes: cacheward/internal's (an older build: its root's, or none).
+const internal = await import(new URL('internal.js', index).href).catch(() => ({}));
+(internal.tuneHeapForAnalysis ?? root.tuneHeapForAnalysis)?.();
 
 let peak = process.memoryUsage().rss;
 const timer = setInterval(() => {

@@ -14,10 +14,10 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { AnthropicCache, normalizeAnthropicUsage, PrefixBuilder } from '../dist/index.js';
-import { CaptureWriter } from '../dist/proxy/index.js';
-import { type CapturedBlock, type CaptureRecord, capturePrefix } from '../src/capture/capture-record.js';
-import { anthropicTool } from '../src/demo/agent-conversation.js';
+import { PrefixBuilder } from '../dist/index.js';
+import { AnthropicCache, CaptureWriter, normalizeAnthropicUsage } from '../dist/internal.js';
+import { type CapturedBlock, type CaptureRecord, capturePrefix } from '../src/record/capture-record.js';
+import { anthropicTool } from '../src/sim/agent-conversation.js';
 import { type Json, machineLine } from './support.js';
 
 async function generate(

@@ -1,7 +1,7 @@
 // Bench fixture: an agent session whose requests each append one exchange, the cache marker on the last
 // block as agents move it. Bench-only: nothing in src/ may import it, and it never touches the network.
 
-import { agentConversation } from '../src/demo/agent-conversation.js';
+import { agentConversation } from '../src/sim/agent-conversation.js';
 
 /**
  * `CACHEWARD_BENCH_SHAPE=claude-code`: the benches that grow a session send it shaped as Claude Code sends

@@ -16,8 +16,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { AGENT_TOOL_NAMES, anthropicTool } from '../src/demo/agent-conversation.js';
 import type { ProcessMemory } from '../src/proxy/memory-release.js';
+import { AGENT_TOOL_NAMES, anthropicTool } from '../src/sim/agent-conversation.js';
 import { machineLine, startCli } from './support.js';
 
 const MODE = process.env.CACHEWARD_BENCH_MEMORY;

@@ -3,7 +3,7 @@
 // Run: npm run bench:prefix   (builds, then runs the built code; well under two minutes)
 
 import { PrefixBuilder } from '../dist/index.js';
-import { agentConversation, appendUserTurn } from '../src/demo/agent-conversation.js';
+import { agentConversation, appendUserTurn } from '../src/sim/agent-conversation.js';
 import { type Json, machineLine } from './support.js';
 
 /** An agent body of about `targetBytes`, grown turn by turn. */

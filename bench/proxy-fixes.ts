@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { seededRandom } from '../src/demo/agent-conversation.js';
+import { seededRandom } from '../src/sim/agent-conversation.js';
 import { CLAUDE_CODE, GrowingSession } from './growing-session.js';
 import {
   loopProbeArgs,

@@ -11,7 +11,7 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { agentConversation, appendUserTurn } from '../src/demo/agent-conversation.js';
+import { agentConversation, appendUserTurn } from '../src/sim/agent-conversation.js';
 import {
   bodyOfSize,
   loopProbeArgs,

@@ -6,7 +6,7 @@
 
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
-import { EntryStore } from '../dist/index.js';
+import { EntryStore } from '../dist/internal.js';
 import { bodyOfSize, machineLine, percentile, startCli } from './support.js';
 
 /** A simulator child and a pool to it; `send` reads every response whole and checks its status. */

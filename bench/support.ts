@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { agentConversation } from '../src/demo/agent-conversation.js';
+import { agentConversation } from '../src/sim/agent-conversation.js';
 
 export type Json = Record<string, unknown>;
 

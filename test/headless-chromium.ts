@@ -3,11 +3,13 @@
 
 import { existsSync } from 'node:fs';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { fullSuiteOnly } from './suite.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
 /** Launches Chromium with the flags this machine needs (no sandbox as root, no background networking). */
 export async function launchChromium(): Promise<Browser> {
+  fullSuiteOnly('Chromium');
   if (!existsSync(CHROMIUM))
     throw new Error(
       'Debian chromium is installed by `npm test` (scripts/ensure-chromium.sh); install it with apt-get',

@@ -1,6 +1,7 @@
 // The analyzer: reads capture records in order, asks the conversation model which conversation each
 // request belongs to, runs the cache models for their evidence beside the provider's usage, and names one
-// cause per re-written prefix with the cause table. Memory is bounded whatever the length of the capture.
+// cause per re-written prefix with the cause table. Memory is bounded whatever the length of the capture;
+// it never parses a body or guesses a lineage, a TTL or a cause of its own (the models answer those).
 
 import { AnthropicCache } from '../cache/anthropic-cache.js';
 import { TTL_1H } from '../cache/anthropic-rules.js';
@@ -9,7 +10,6 @@ import { EntryStore } from '../cache/entry-store.js';
 import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import { OpenAICache } from '../cache/openai-cache.js';
 import { openaiDefaultRetention } from '../cache/openai-rules.js';
-import { type CapturedPrefix, type CaptureRecord, UNRECORDED_KIND } from '../capture/capture-record.js';
 import { MemoryConversationStore, type Relation } from '../conversation/conversation-store.js';
 import { lastMessageKey, lazyAnchors } from '../conversation/reply-keys.js';
 import {
@@ -19,6 +19,7 @@ import {
 } from '../conversation/resolve-conversation.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
+import { type CapturedPrefix, type CaptureRecord, UNRECORDED_KIND } from '../record/capture-record.js';
 import { drainSteps } from '../wire/json-scan.js';
 import { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 import {

@@ -2,9 +2,9 @@
 // base's own objects): the blocks, levels and message ends equal those rebuilt from scratch, through
 // appends, an edit that rewinds the history, and a record of another conversation in between.
 import { describe, expect, it } from 'vitest';
-import { type CapturedPrefix, capturePrefix } from '../capture/capture-record.js';
 import { parsePrefix } from '../prefix/build-prefix.js';
 import { messageEnds } from '../prefix/message-ends.js';
+import { type CapturedPrefix, capturePrefix } from '../record/capture-record.js';
 import { CapturedPrefixReuse, prefixFromCapture } from './captured-prefix.js';
 
 const request = (texts: string[]) =>

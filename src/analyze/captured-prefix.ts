@@ -1,11 +1,11 @@
 // Rebuilds the prefix model from a capture record's blocks, so the cache models (which take a Prefix)
 // run over captures exactly as they run in the simulator. No body, no text: keys, sizes and markers only.
 
-import type { CapturedBlock, CapturedPrefix } from '../capture/capture-record.js';
 import { LruMap } from '../core/lru-map.js';
 import type { Prefix, PrefixBlock, PrefixLevel } from '../prefix/build-prefix.js';
 import { extendMessageEndsSteps, type MessageEnd, messageEndsSteps } from '../prefix/message-ends.js';
 import { TranscriptChain } from '../prefix/transcript.js';
+import type { CapturedBlock, CapturedPrefix } from '../record/capture-record.js';
 import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { RequestBody, WireFormat } from '../wire/request-body.js';
 
@@ -160,9 +160,8 @@ export class CapturedPrefixReuse {
   /**
    * Lets a chain go: its record is forgotten (the analysis no longer keeps it as a parent), and nothing of
    * its conversation came after it. A chain lives as long as its record is remembered, not as long as
-   * the bounds allow: 256 first blocks' chains held 400 blocks each of conversations long over (100,000
-   * requests over 500 sessions: 392 MB peak RSS against 260 with them let go). A chain a later record took
-   * over is not kept any more, and letting it go again does nothing.
+   * the bounds allow (those would hold hundreds of blocks each of conversations long over). A chain a
+   * later record took over is not kept any more, and letting it go again does nothing.
    */
   release(chain: CapturedChain): void {
     const first = chain.captured[0];
@@ -255,8 +254,8 @@ export function* prefixFromCaptureSteps(
     const known = shareable ? reuse.shared(key) : undefined;
     if (known) blocks[i] = known;
     else {
-      // Every block gets every field, in one order: one object shape (a shape per block cost 25 MB of
-      // hidden classes in the live analysis of 1,000 conversations).
+      // Every block gets every field, in one order: one object shape (a shape per block fills the live
+      // analysis with hidden classes).
       const block: PrefixBlock = {
         index: i,
         level: b.level,

@@ -5,9 +5,9 @@ import { AnthropicCache } from '../cache/anthropic-cache.js';
 import type { CacheEvidence } from '../cache/cache-evidence.js';
 import { OpenAICache } from '../cache/openai-cache.js';
 import type { Relation } from '../conversation/conversation-store.js';
-import { agentConversation, anthropicTool, appendUserTurn } from '../demo/agent-conversation.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { firstDivergence } from '../prefix/first-divergence.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../sim/agent-conversation.js';
 import { type CauseDecision, decideCause } from './cause-table.js';
 
 type Json = Record<string, unknown>;

@@ -3,9 +3,9 @@
 // Pure and small on purpose; it never looks at bodies, times of day or TTL constants of its own.
 
 import type { CacheEvidence, Unreadable } from '../cache/cache-evidence.js';
-import type { UnrecordedPart } from '../capture/capture-record.js';
 import type { Relation } from '../conversation/conversation-store.js';
 import type { Divergence, PrefixChange } from '../prefix/first-divergence.js';
+import type { UnrecordedPart } from '../record/capture-record.js';
 import { locateBreak, type UnrecordedBreak } from './unrecorded-break.js';
 
 /** The closed vocabulary of bust causes (DESIGN.md). */

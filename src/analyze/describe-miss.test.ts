@@ -1,3 +1,6 @@
+// The miss sentence: numbers and clock times exactly as Intl and toISOString write them, and what it says.
+// In-process and pure: no file, socket or clock.
+
 import { describe, expect, it } from 'vitest';
 import { clockTime, describeMiss, n } from './describe-miss.js';
 

@@ -1,5 +1,6 @@
 // One line a person understands for each miss: when, what broke the prefix, how much was re-written, and
 // what it cost ("turn 41, 12:03:55 — tools changed: `X` added at index 17; 184,220 tokens re-written; $2.30 wasted").
+// It only words what the analysis found: it never decides a cause or a figure itself.
 
 import { describeChange } from '../prefix/describe-divergence.js';
 import type { Miss } from './analyze-captures.js';
@@ -8,7 +9,7 @@ const intl = new Intl.NumberFormat('en-US');
 
 /**
  * `Intl.NumberFormat('en-US').format`, with integers (every figure a sentence shows but a TTL or idle time
- * in fractions) grouped here: ~0.4 µs a call through ICU, and a live proxy describes every miss it sees.
+ * in fractions) grouped here, not through ICU: a live proxy describes every miss it sees.
  */
 export const n = {
   format(v: number): string {

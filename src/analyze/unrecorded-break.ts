@@ -1,7 +1,7 @@
 // Where a provider's read ended when the request's source did not record all of the prefix, and which causes
 // could have broken it there. A fact about what is known: it never names one cause where several fit. Pure.
 
-import type { UnrecordedPart } from '../capture/capture-record.js';
+import type { UnrecordedPart } from '../record/capture-record.js';
 import type { BustCause } from './cause-table.js';
 
 /** The break, located by the tokens the provider read. */

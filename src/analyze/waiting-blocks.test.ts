@@ -2,7 +2,7 @@
 // its own blocks back as it leaves: next turns (the marker moved off the last block), a rewind, and two
 // sessions interleaved, leaving in an order other than they came.
 import { describe, expect, it } from 'vitest';
-import type { CapturedBlock, CaptureRecord } from '../capture/capture-record.js';
+import type { CapturedBlock, CaptureRecord } from '../record/capture-record.js';
 import { type Waiting, WaitingBlocks } from './waiting-blocks.js';
 
 const block = (id: string): CapturedBlock => ({

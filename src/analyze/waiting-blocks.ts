@@ -1,7 +1,7 @@
 // Records waiting in the analyzer's reorder window hold one block array per conversation between them, not
 // one each. It never changes what a record's blocks are: only which array holds them while it waits.
 
-import type { CapturedBlock, CaptureRecord } from '../capture/capture-record.js';
+import type { CapturedBlock, CaptureRecord } from '../record/capture-record.js';
 import {
   type BlockLine,
   canTakeOver,

@@ -1,3 +1,6 @@
+// The cache model's entry store stays within its bounds however long it runs, and forgets the oldest first.
+// Pure: times are parameters, nothing is read from a clock.
+
 import { describe, expect, it } from 'vitest';
 import { EntryStore } from './entry-store.js';
 

@@ -160,8 +160,7 @@ export class EntryStore {
     this.expiredEntries.set(e.key, e);
     this.expiredOrder.push(e);
     // The oldest remembered goes first. Not by the Map's own first key: every delete at its front leaves a
-    // hole a new iterator walks over again, until the table is rebuilt (a second per 100,000 requests once
-    // the bound is reached).
+    // hole a new iterator walks over again, until the table is rebuilt.
     while (this.expiredEntries.size > this.maxExpired && this.expiredHead < this.expiredOrder.length) {
       const oldest = this.expiredOrder[this.expiredHead++] as CacheEntry;
       if (this.expiredEntries.get(oldest.key) === oldest) this.expiredEntries.delete(oldest.key);

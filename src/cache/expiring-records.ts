@@ -1,13 +1,12 @@
 // A bounded map of records that expire: what both providers' diagnostics keep per response id.
-// Times are passed in; the oldest record goes first past the bound.
+// Times are passed in (it never reads a clock); the oldest record goes first past the bound.
 
 export class ExpiringRecords<T> {
   private readonly records = new Map<string, { value: T; expiresAt: number }>();
   /**
    * Walks the keys oldest first as they are dropped, and stays where it is between drops: a Map iterator
    * goes on past entries deleted or added since, so it always stands at the oldest left. A new iterator
-   * for each drop walked over every deleted slot before it again (until V8 rebuilt the table): at 100,000
-   * records, tens of µs a record.
+   * for each drop would walk over every deleted slot before it again (until V8 rebuilds the table).
    */
   private oldest: Iterator<string> | undefined;
 

@@ -1,3 +1,6 @@
+// OpenAI's retention and diagnostics by model, as the reference copy of its caching docs states them.
+// Pure: no request is sent anywhere.
+
 import { describe, expect, it } from 'vitest';
 import {
   openaiDefaultRetention,

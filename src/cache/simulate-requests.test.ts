@@ -1,3 +1,6 @@
+// simulateRequests: what each request read and wrote, concurrency, refusals and the evidence of a miss.
+// Pure: prefixes and times in, usage out; no clock, no HTTP.
+
 import { describe, expect, it } from 'vitest';
 import { messagesBody } from '../../test/sim/helpers.js';
 import { parsePrefix } from '../prefix/build-prefix.js';

@@ -4,31 +4,8 @@
 import { isUtf8 as bufferIsUtf8 } from 'node:buffer';
 import { hash } from 'node:crypto';
 import { CachewardError } from '../core/errors.js';
-
-/** A stored body: whole (`base` absent) or the middle bytes between a shared prefix and suffix of `base`. */
-export interface StoredBody {
-  /** The record id of the previous body of the session, when this is a delta. */
-  base?: string;
-  /** Bytes shared with the base at the start and at the end. */
-  prefix?: number;
-  suffix?: number;
-  /** The stored bytes: UTF-8 text, or base64 when they are not valid UTF-8. */
-  text?: string;
-  b64?: string;
-  /** Length and sha256 (base64) of the whole body, checked on reconstruction. */
-  size: number;
-  sha256: string;
-}
-
-function commonPrefix(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.length, b.length);
-  // Compare 64 KB windows natively, then finish byte by byte in the window that differs.
-  const W = 65536;
-  let i = 0;
-  while (i + W <= n && Buffer.compare(a.subarray(i, i + W), b.subarray(i, i + W)) === 0) i += W;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
+import type { StoredBody } from '../record/capture-record.js';
+import { sharedByteCount } from '../wire/json-scan.js';
 
 function commonSuffix(a: Uint8Array, b: Uint8Array, max: number): number {
   let i = 0;
@@ -70,7 +47,7 @@ export function storeBody(body: Uint8Array, previous?: { id: string; body: Uint8
   const sha256 = hash('sha256', body, 'base64');
   if (!previous) return encoded({}, body, sha256, body);
   const prev = previous.body;
-  let p = commonPrefix(prev, body);
+  let p = sharedByteCount(prev, body);
   let s = commonSuffix(prev, body, Math.min(prev.length, body.length) - p);
   p = alignBack(body, p);
   const middleEnd = alignForward(body, body.length - s);

@@ -1,11 +1,14 @@
+// The capture reader puts blocks that moved in the body back at their offsets, and says what it cannot read.
+// Writes only into its own temporary folder.
+
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bareRecord } from '../../test/fixtures/capture-records.js';
 import { parsePrefix } from '../prefix/build-prefix.js';
+import { type CapturedBlock, capturePrefix, sameBlockMoved } from '../record/capture-record.js';
 import { readCaptures } from './capture-reader.js';
-import { type CapturedBlock, capturePrefix, sameBlockMoved } from './capture-record.js';
 
 /** A record line of session `s` with the given prefix (only what the reader needs). */
 function line(id: string, prefix: Record<string, unknown>): string {

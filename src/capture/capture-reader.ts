@@ -7,30 +7,22 @@ import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { readTranscript } from '../sources/read-transcript.js';
-import { SourceRecords } from '../sources/source-records.js';
-import { fileKind, transcriptFiles } from '../sources/transcript-files.js';
-import { normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
-import { BodyReconstructionError, rebuildBody } from './body-delta.js';
 import {
   applyBlockDelta,
   type CapturedBlock,
   type CapturedPrefix,
   type CaptureRecord,
-} from './capture-record.js';
+} from '../record/capture-record.js';
+import type { ReadRecord } from '../record/read-record.js';
+import { readTranscript } from '../sources/read-transcript.js';
+import { SourceRecords } from '../sources/source-records.js';
+import { fileKind, transcriptFiles } from '../sources/transcript-files.js';
+import { normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
+import { BodyReconstructionError, rebuildBody } from './body-delta.js';
 import { CAPTURE_FILE } from './capture-writer.js';
 import { isNotCaptured, type NotCapturedMarker } from './not-captured.js';
 
-/** One record as read, with where it came from and, in full mode, its rebuilt bodies. */
-export interface ReadRecord {
-  record: CaptureRecord;
-  file: string;
-  line: number;
-  /** The bytes forwarded upstream (full mode). */
-  body?: Buffer;
-  /** The bytes the client sent, when a fix changed them (full mode). */
-  clientBody?: Buffer;
-}
+export type { ReadRecord };
 
 export interface ReadCapturesOptions {
   /** Told about every skipped line: `file:line: why`. */

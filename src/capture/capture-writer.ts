@@ -7,8 +7,13 @@ import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
 import { runStepped } from '../core/stepped-work.js';
+import {
+  blockDelta,
+  type CapturedPrefix,
+  type CaptureMode,
+  type CaptureRecord,
+} from '../record/capture-record.js';
 import { storeBody } from './body-delta.js';
-import { blockDelta, type CapturedPrefix, type CaptureMode, type CaptureRecord } from './capture-record.js';
 import { jsonLineSteps } from './json-line-steps.js';
 import { type NotCapturedMarker, NotCapturedTally } from './not-captured.js';
 import { type SessionBase, SessionBases } from './session-bases.js';
@@ -115,7 +120,7 @@ export class CaptureWriter {
   /**
    * How fast records reach the disk, decayed over recent batches: bytes (as {@link queuedSize} counts
    * them) over the wall time from a batch's first record taken up to its write done. It starts at 50 MB/s
-   * (a quarter of a quiet machine's full-mode rate) worth one 100 ms batch.
+   * worth one 100 ms batch: well below what a disk keeps up with, so the first bodies are not over-promised.
    */
   private readonly rate = { bytes: 5 * 1024 * 1024, ms: 100 };
   /** When each record not yet on disk was taken (performance.now()), oldest first from `takenHead`. */
@@ -444,7 +449,7 @@ export class CaptureWriter {
       if (shared > 0) {
         const base = moved.length ? { id: prevBlocks.id, shared, moved } : { id: prevBlocks.id, shared };
         // Copies with keys added after (on Node 20 a spread followed by a key its source lacks takes a slow
-        // runtime path: ~1.5 µs per record). The same keys in the same order.
+        // runtime path). The same keys in the same order.
         const prefix = withKey(full.prefix, 'base', base);
         prefix.blocks = blocks.slice(shared);
         record = { ...full, prefix };

@@ -1,11 +1,14 @@
+// Stepped JSON lines are exactly JSON.stringify's, in bounded steps, and the writer writes large records whole.
+// Writes only into its own temporary folders.
+
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../core/clock.js';
+import type { CapturedBlock, CaptureRecord } from '../record/capture-record.js';
 import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import { storeBody } from './body-delta.js';
-import type { CapturedBlock, CaptureRecord } from './capture-record.js';
 import { CaptureWriter } from './capture-writer.js';
 import { jsonLineSteps } from './json-line-steps.js';
 

@@ -2,6 +2,7 @@
 // and the streams are merged by start time; a record met twice (a file named twice, a copied folder) is
 // yielded once, and so is a call met both in a capture and in an agent's transcript (same session, model and
 // usage, started within seconds). Memory: one waiting record per file and the last hour's ids (at most 200,000).
+// It never changes a record or writes a file.
 
 import { realpath } from 'node:fs/promises';
 import { SourceRecords } from '../sources/source-records.js';
@@ -65,7 +66,7 @@ export async function* mergeCaptures(
   options: MergeCapturesOptions = {},
 ): AsyncGenerator<ReadRecord> {
   // Files are opened as the merge reaches their start (the time in their name, when it has one), not all
-  // at once: 500 open files held ~300 MB of read buffers for records that were not due yet.
+  // at once: every open file holds read buffers for records that are not due yet.
   const pending: Array<{ file: string; stamp: number }> = [];
   for (const file of await distinctCaptureFiles(paths)) pending.push({ file, stamp: await fileStart(file) });
   pending.sort((a, b) => a.stamp - b.stamp);

@@ -1,7 +1,7 @@
 // What the capture writer remembers per session to store the next record as a delta: the last body, prefix
 // blocks and headers. Bounded: least recently used sessions go first, and a huge body is never kept.
 
-import type { CapturedBlock, CapturedPrefix } from './capture-record.js';
+import type { CapturedBlock, CapturedPrefix } from '../record/capture-record.js';
 
 export interface SessionBase {
   body?: { id: string; body: Uint8Array };
@@ -37,7 +37,7 @@ export class SessionBases {
   /** Replaces what is known of a session (fields left out are kept), making it the most recent. */
   set(session: string, next: SessionBase): void {
     const prev = this.map.get(session);
-    // Field by field (on Node 20 a spread that adds keys takes a slow runtime path, ~1 µs each).
+    // Field by field (on Node 20 a spread that adds keys takes a slow runtime path).
     const body =
       next.body && next.body.body.length > this.limits.maxOneBody ? undefined : (next.body ?? prev?.body);
     const blocks = next.blocks ?? prev?.blocks;

@@ -1,6 +1,6 @@
 // Turns the PATH arguments of report, whatif, replay and show into capture files and agent transcripts: each
 // file once (a folder and a file in it are read once), and anything that is neither named in one line with what
-// to pass.
+// to pass. It never writes, and never hands on a file it could not tell is a capture or a transcript.
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { captureFiles, readCaptures } from '../capture/capture-reader.js';

@@ -1,5 +1,6 @@
 // Parsers for option values shared by the commands: ports, counts, seeds, upstream URLs.
-// Each either returns a usable value or throws an InputError naming the flag and what to pass instead.
+// Each either returns a usable value or throws an InputError naming the flag and what to pass instead; never
+// a value it had to guess.
 
 import { redactUrl } from '../core/redact-url.js';
 import { InputError } from './read-request-file.js';

@@ -273,8 +273,8 @@ export class MemoryConversationStore implements ConversationStore {
   }
   addEnding(transcript: string, request: string): void {
     const before = this.endings.get(transcript);
-    // Lists of their exact length: a spread into a literal left room for 16 more ids in each (25 MB of
-    // empty slots over 100,000 requests in a report).
+    // Lists of their exact length: a spread into a literal leaves room for 16 more ids in each, and a report
+    // holds one per request.
     let list: string[];
     if (!before || before.length === 0) list = [request];
     else {
@@ -296,7 +296,7 @@ export class MemoryConversationStore implements ConversationStore {
     if (!keys) this.passingKeys.set(entry.request, [transcript]);
     else if (keys[keys.length - 1] !== transcript) {
       // Short lists of their exact length (concat; a push grows an array by 16 slots at least, and most
-      // requests pass one or two new ends: 7 MB of empty slots over 50,000 requests in a report).
+      // requests pass one or two new ends).
       if (keys.length < 16) this.passingKeys.set(entry.request, keys.concat(transcript));
       else keys.push(transcript);
     }

@@ -3,7 +3,6 @@
 // bounded steps when asked. Holds no other state; never reads a clock (times are parameters).
 
 import { longestCacheTtlMs } from '../cache/longest-ttl.js';
-import type { CapturedConversation } from '../capture/capture-record.js';
 import { StepQueue } from '../core/step-queue.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { messageEndsSteps } from '../prefix/message-ends.js';
@@ -20,12 +19,32 @@ import {
 } from './resolve-conversation.js';
 import { type HeaderLookup, type SessionLabel, sessionLabel } from './session-label.js';
 
+/** Where the conversation model put the request when the proxy saw it (the client's own bytes). */
+export interface CapturedConversation {
+  id: string;
+  relation: 'continues' | 'fork' | 'sibling' | 'new';
+  parent?: string;
+  turn: number;
+}
+
 /** One resolved request, waiting for its answer. */
 export interface TrackedRequest {
   label: SessionLabel | undefined;
   request: ConversationRequest;
   resolution: Resolution;
   committed: boolean;
+}
+
+/** A request the upstream answered (or did not: no status), as the tracker and the state record it. */
+export interface AnsweredRequest {
+  id: string;
+  prefix: Prefix;
+  headers: HeaderLookup;
+  /** When it started, in ms. */
+  time: number;
+  route: string;
+  /** The upstream's status; undefined when none came. */
+  status: number | undefined;
 }
 
 /** A count_tokens call or a refused request is a turn of no conversation. */
@@ -145,14 +164,8 @@ export class ConversationTracker {
    * it is done, its message ends, its resolution and its commit, in bounded steps with no other stepped
    * commit in between (the resolution reads the store it then writes).
    */
-  *trackSteps(
-    id: string,
-    prefix: Prefix,
-    headers: HeaderLookup,
-    time: number,
-    route: string,
-    status: number | undefined,
-  ): Generator<void, TrackedRequest> {
+  *trackSteps(answered: AnsweredRequest): Generator<void, TrackedRequest> {
+    const { id, prefix, headers, time, route, status } = answered;
     const turn = countsAsTurn(route, status);
     const store = this.store;
     const write = (request: ConversationRequest, res: Resolution) => this.writeSteps(request, res, route);

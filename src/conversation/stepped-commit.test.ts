@@ -54,7 +54,18 @@ describe('stepped conversation commits', () => {
     // One after another.
     const stepped = new ConversationTracker();
     const got = requests.map((r) =>
-      label(drainSteps(stepped.trackSteps(r.id, r.prefix, headers, r.time, ROUTE, 200))),
+      label(
+        drainSteps(
+          stepped.trackSteps({
+            id: r.id,
+            prefix: r.prefix,
+            headers,
+            time: r.time,
+            route: ROUTE,
+            status: 200,
+          }),
+        ),
+      ),
     );
     expect(got).toEqual(expected);
     expect(stepped.store.snapshot()).toEqual(whole.store.snapshot());
@@ -62,7 +73,16 @@ describe('stepped conversation commits', () => {
     // All started at once and driven a step each in turn, as the after-response slices do: the line keeps
     // them in order, so each resolution still sees every commit before it whole.
     const interleaved = new ConversationTracker();
-    const runs = requests.map((r) => interleaved.trackSteps(r.id, r.prefix, headers, r.time, ROUTE, 200));
+    const runs = requests.map((r) =>
+      interleaved.trackSteps({
+        id: r.id,
+        prefix: r.prefix,
+        headers,
+        time: r.time,
+        route: ROUTE,
+        status: 200,
+      }),
+    );
     const results: unknown[] = new Array(runs.length);
     let open = runs.length;
     while (open)
@@ -101,7 +121,7 @@ describe('stepped conversation commits', () => {
     })();
     const tracker = new ConversationTracker(counting);
     const prefix = prefixOf(history(20_001));
-    const steps = tracker.trackSteps('big', prefix, headers, 1000, ROUTE, 200);
+    const steps = tracker.trackSteps({ id: 'big', prefix, headers, time: 1000, route: ROUTE, status: 200 });
     let most = 0;
     let count = 0;
     for (;;) {

@@ -1,4 +1,5 @@
 // Every error code in the union is documented in docs/errors.md, and every documented code is in the union.
+// In-process: it reads docs/errors.md and writes nothing.
 
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';

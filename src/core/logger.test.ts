@@ -1,3 +1,6 @@
+// loggerChannels: the fallback only without a logger, and errors and request rows passed on as given.
+// In-process: nothing is written anywhere.
+
 import { describe, expect, it } from 'vitest';
 import { lineLogger, loggerChannels } from './logger.js';
 

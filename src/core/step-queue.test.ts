@@ -1,3 +1,6 @@
+// StepQueue runs queued stepped jobs one after another, in order, whoever drives them.
+// Pure: no timer, no clock.
+
 import { describe, expect, it } from 'vitest';
 import { drainSteps } from '../wire/json-scan.js';
 import { StepQueue } from './step-queue.js';

@@ -1,12 +1,13 @@
 // A scripted agent session that breaks its cache in every way the analyzer names, sent through a real
-// proxy into the simulator on one clock. The demo prints its report; the tests assert on it.
+// proxy into the simulator on one clock. The demo prints its report; the tests assert on it. It never leaves
+// loopback and never needs an API key.
 
 import { type AdvanceableClock, OffsetClock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
 import type { Json } from '../core/json.js';
 import { createProxy } from '../proxy/create-proxy.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../sim/agent-conversation.js';
 import { createSimulator } from '../sim/simulator.js';
-import { agentConversation, anthropicTool, appendUserTurn } from './agent-conversation.js';
 
 /** One step: what is sent, in which session, and how long the agent idles before it. */
 export interface SessionStep {

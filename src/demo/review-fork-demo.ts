@@ -5,8 +5,8 @@ import { PriceTable } from '../analyze/price-table.js';
 import { VirtualClock } from '../core/clock.js';
 import type { Json } from '../core/json.js';
 import { forkRequest } from '../fork/fork-request.js';
+import { agentConversation, anthropicTool } from '../sim/agent-conversation.js';
 import { createSimulator } from '../sim/simulator.js';
-import { agentConversation, anthropicTool } from './agent-conversation.js';
 
 export interface ForkComparisonRow {
   label: string;

@@ -1,6 +1,9 @@
+// historyShapes on a growing conversation reads only what changed and gives what a fresh read gives.
+// Pure: bodies in memory, no proxy.
+
 import { describe, expect, it } from 'vitest';
-import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
+import { agentConversation, appendUserTurn } from '../sim/agent-conversation.js';
 import { historyShapes, sameDefinition } from './anthropic-messages.js';
 import { pinReminders } from './pin-reminders.js';
 

@@ -1,5 +1,8 @@
+// Body buffers: size classes round up by at most an eighth, and the result is Buffer.concat byte for byte.
+// Pure: no I/O.
+
 import { describe, expect, it } from 'vitest';
-import { seededRandom } from '../demo/agent-conversation.js';
+import { seededRandom } from '../sim/agent-conversation.js';
 import { CLASSED_BYTES, concatBody, sizeClass } from './body-buffer.js';
 
 describe('sizeClass', () => {

@@ -9,7 +9,7 @@ export const CLASSED_BYTES = 256 * 1024;
  * The allocation size for a body of `n` bytes: `n` rounded up to one of eight steps per power of two (at
  * most 1/8 more). A growing conversation's bodies share a class for several requests, so the allocator hands
  * back the memory a freed one of the class held: a body that grows by a few KB on every request allocated
- * memory no body had used (and faulted in every page of it, about 1 ms per 2 MB on a busy machine).
+ * memory no body had used (and faulted in every page of it).
  */
 export function sizeClass(n: number): number {
   if (n < CLASSED_BYTES) return n;

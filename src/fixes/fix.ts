@@ -1,6 +1,7 @@
 // What a fix is, the registry of fixes by name, and the fail-open pipeline the proxy and the replay gate
 // share: a fix declares byte patches and the pipeline applies them; a fix that throws (or patches out of
-// range) means the original bytes go out, untouched, and the failure is recorded.
+// range) means the original bytes go out, untouched, and the failure is recorded. Never a byte outside the
+// declared patches changes.
 
 import type { Relation } from '../conversation/conversation-store.js';
 import { CachewardError } from '../core/errors.js';

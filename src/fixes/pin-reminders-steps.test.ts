@@ -1,3 +1,6 @@
+// pin-reminders in steps reads a huge history in pieces and gives the one-step result.
+// Pure: no proxy, no clock.
+
 import { describe, expect, it } from 'vitest';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
 import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';

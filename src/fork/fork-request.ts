@@ -1,5 +1,6 @@
 // forkRequest: a background request (review, summary) built from the parent's exact request, so it reads the
 // parent's cache: everything that shapes the prefix kept, the parent's reply and the instruction appended.
+// Pure: it never sends the request, and never changes a byte of the parent's prefix.
 
 import { CachewardError } from '../core/errors.js';
 import { isObj, type Json } from '../core/json.js';

@@ -64,7 +64,8 @@ export const STORE_FILE = 'store.json';
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/;
 const versionOf = (content: string) => createHash('sha256').update(content).digest('hex').slice(0, 32);
 
-type Documents = Map<string, string>;
+/** Every document of the store, by name: its content. */
+export type CasSnapshot = Map<string, string>;
 
 /**
  * Why one snapshot file: a batch becomes visible with one rename(2), so a reader sees every document of a
@@ -100,7 +101,7 @@ export class CasFileStore {
   }
 
   /** @internal Every document, as of the last completed write. */
-  async snapshot(): Promise<Documents> {
+  async snapshot(): Promise<CasSnapshot> {
     const file = join(this.dir, STORE_FILE);
     let text: string;
     try {
@@ -121,7 +122,7 @@ export class CasFileStore {
     };
     if (v !== 1 || !documents || typeof documents !== 'object' || Array.isArray(documents))
       throw new CorruptStoreError(file, 'no "v": 1 and "documents" object');
-    const out: Documents = new Map();
+    const out: CasSnapshot = new Map();
     for (const [name, content] of Object.entries(documents)) {
       if (typeof content !== 'string') throw new CorruptStoreError(file, `document ${name} is not a string`);
       out.set(name, content);
@@ -163,7 +164,7 @@ export class CasFileStore {
   }
 
   /** @internal Under the lock: the new snapshot, durable (temp file, fsync, rename, folder fsync) on return. */
-  async commit(documents: Documents): Promise<void> {
+  async commit(documents: CasSnapshot): Promise<void> {
     const tmp = join(this.dir, `.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
     const h = await open(tmp, 'wx', 0o600);
     try {
@@ -187,7 +188,7 @@ export class CasFileStore {
 /** One unit of work against a CasFileStore. */
 export class CasContext {
   private readonly seen = new Map<string, string | null>();
-  private view: Promise<Documents> | undefined;
+  private view: Promise<CasSnapshot> | undefined;
 
   constructor(private readonly store: CasFileStore) {}
 

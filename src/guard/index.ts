@@ -9,6 +9,7 @@ export {
   type CasDocument,
   CasFileStore,
   type CasFileStoreOptions,
+  type CasSnapshot,
   LockTimeoutError,
   NotReadFirstError,
 } from './cas-file-store.js';

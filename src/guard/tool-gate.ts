@@ -1,5 +1,6 @@
 // ToolGate: a dispatch-time allow list for a fork's tool calls. The advertised tools stay as they are (so the
 // cached prefix holds); a call outside the list is refused with a message that names the allowed tools.
+// It never edits the advertised tools and never runs a tool itself.
 
 import type { Decision } from '../core/decision.js';
 

@@ -1,6 +1,9 @@
+// The prefix model on Anthropic and OpenAI bodies: block order, identities, spans, folded parameters.
+// Pure: bodies in memory, nothing sent.
+
 import { describe, expect, it } from 'vitest';
 import { anthropicFixture, openaiChatFixture, openaiResponsesFixture } from '../../test/fixtures/requests.js';
-import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
+import { agentConversation, appendUserTurn } from '../sim/agent-conversation.js';
 import { PrefixBuilder, parsePrefix } from './build-prefix.js';
 import { firstDivergence } from './first-divergence.js';
 

@@ -1,3 +1,6 @@
+// A previous_response_id chain's prefix is the prefix of the conversation resent in full.
+// Pure: no simulator, no proxy.
+
 import { describe, expect, it } from 'vitest';
 import { PrefixBuilder } from './build-prefix.js';
 import {

@@ -1,3 +1,6 @@
+// dropBlocks gives the keys and token sums of a body that never held the dropped blocks.
+// Pure.
+
 import { describe, expect, it } from 'vitest';
 import { PrefixBuilder } from './build-prefix.js';
 import { dropBlocks } from './drop-blocks.js';

@@ -1,5 +1,6 @@
 // The prefix a provider actually caches when it leaves some blocks out of the prompt (e.g. thinking blocks
 // stripped on older models): the same blocks minus those, with keys and token sums derived as build does.
+// Pure: it never changes the prefix it is given, and never chains keys another way than the builder.
 
 import {
   foldLevel,

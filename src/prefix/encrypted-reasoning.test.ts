@@ -1,3 +1,6 @@
+// The simulator's encrypted reasoning round-trips, and a reasoning item sent back counts as its reasoning.
+// Pure: it never reads real encrypted content.
+
 import { describe, expect, it } from 'vitest';
 import { parsePrefix } from './build-prefix.js';
 import { decodeReasoning, encodeReasoning, reasoningTokens } from './encrypted-reasoning.js';

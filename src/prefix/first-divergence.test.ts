@@ -1,7 +1,10 @@
+// Properties of the one first-divergence engine: no divergence from itself, the exact block of an edit.
+// Pure: generated bodies only (fast-check).
+
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { agentConversation, anthropicTool, appendUserTurn } from '../demo/agent-conversation.js';
 import { bustExamples } from '../demo/bust-examples.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../sim/agent-conversation.js';
 import { type Prefix, parsePrefix } from './build-prefix.js';
 import { describeDivergence } from './describe-divergence.js';
 import { firstDivergence } from './first-divergence.js';

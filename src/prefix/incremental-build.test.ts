@@ -1,11 +1,9 @@
+// A prefix built by extending a kept body equals the one built from scratch, whatever changed.
+// Pure: bodies in memory.
+
 import { describe, expect, it } from 'vitest';
 import { prefixData } from '../../test/fixtures/prefix-data.js';
-import {
-  agentConversation,
-  anthropicTool,
-  appendUserTurn,
-  seededRandom,
-} from '../demo/agent-conversation.js';
+import { agentConversation, anthropicTool, appendUserTurn, seededRandom } from '../sim/agent-conversation.js';
 import type { WireFormat } from '../wire/request-body.js';
 import { type Prefix, PrefixBuilder } from './build-prefix.js';
 import { messageEnds } from './message-ends.js';

@@ -1,3 +1,6 @@
+// PrefixBuilder.parseSteps and scanJsonSteps build exactly what the one-step parse builds, in bounded pieces.
+// Pure: no event loop is involved.
+
 import { describe, expect, it } from 'vitest';
 import { drainSteps, STEP_ITEMS, scanJson, scanJsonSteps } from '../wire/json-scan.js';
 import { type Prefix, PrefixBuilder } from './build-prefix.js';

@@ -1,7 +1,10 @@
+// What a body took over from its base does not keep the base alive once the builder lets it go.
+// In-process; it asks V8 for collections and never times anything.
+
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
+import { agentConversation, appendUserTurn } from '../sim/agent-conversation.js';
 import { PrefixBuilder } from './build-prefix.js';
 import { messageEnds } from './message-ends.js';
 

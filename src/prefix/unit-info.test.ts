@@ -1,3 +1,6 @@
+// The unit memo stays within its bound, evicts the oldest first and keeps the newest units.
+// Pure: no clock, no I/O.
+
 import { describe, expect, it } from 'vitest';
 import { PrefixBuilder } from './build-prefix.js';
 

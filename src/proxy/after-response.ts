@@ -2,7 +2,7 @@
 // conversation of a request no fix looked at, write the capture record, hand it to live analysis.
 // Runs after the client has its bytes, in slices that yield (work-slices.ts); never throws, never touches traffic.
 
-import type { CaptureRecord } from '../capture/capture-record.js';
+import type { CaptureRecord } from '../record/capture-record.js';
 import type { ProxyState, StateCommit } from '../state/proxy-state.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';
@@ -38,14 +38,14 @@ export async function afterResponse(
       await deps.slices.stepped(deps.recorder.parseSteps(facts));
       const prefix = facts.prefix;
       if (prefix) {
-        const tracked = await deps.state.track(
-          facts.id,
-          deps.recorder.chains.whole(prefix).prefix,
-          facts.requestHeaders,
-          facts.start,
-          facts.route,
-          facts.status,
-        );
+        const tracked = await deps.state.track({
+          id: facts.id,
+          prefix: deps.recorder.chains.whole(prefix).prefix,
+          headers: facts.requestHeaders,
+          time: facts.start,
+          route: facts.route,
+          status: facts.status,
+        });
         if (tracked) facts.tracked = tracked;
       }
     }

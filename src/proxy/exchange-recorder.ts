@@ -2,16 +2,16 @@
 // handed over by the fix stage), its conversation (asked of the one resolver), usage from the response.
 // Runs after the client has its bytes; never throws.
 
+import type { CaptureWriter } from '../capture/capture-writer.js';
+import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
+import { recordedConversation } from '../conversation/conversation-tracker.js';
+import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import {
   type CaptureRecord,
   capturePrefixSteps,
   type FixNote,
   keptHeaders,
-} from '../capture/capture-record.js';
-import type { CaptureWriter } from '../capture/capture-writer.js';
-import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
-import { recordedConversation } from '../conversation/conversation-tracker.js';
-import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+} from '../record/capture-record.js';
 import { drainSteps } from '../wire/json-scan.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { StreamSummary } from '../wire/sse-stream.js';
@@ -151,14 +151,14 @@ export class ExchangeRecorder {
       const budget = fields.max_completion_tokens ?? fields.max_output_tokens ?? fields.max_tokens;
       if (typeof budget === 'number' && Number.isFinite(budget)) record.maxTokens = budget;
       if (!tracked)
-        tracked = yield* this.o.conversations.trackSteps(
-          f.id,
+        tracked = yield* this.o.conversations.trackSteps({
+          id: f.id,
           prefix,
-          f.requestHeaders,
-          f.start,
-          f.route,
-          f.status,
-        );
+          headers: f.requestHeaders,
+          time: f.start,
+          route: f.route,
+          status: f.status,
+        });
     }
     if (tracked) Object.assign(record, recordedConversation(tracked));
     else record.session = { key: `unparsed-${f.provider}`, source: 'none' };

@@ -1,11 +1,11 @@
 // The proxy's fix path for one request read whole: parse once, ask the state for its conversation and its
 // parent's fix state, run the fix stage. Fails open: unparseable or no state in time means the client's bytes.
 
-import type { FixNote } from '../capture/capture-record.js';
 import { runStepped } from '../core/stepped-work.js';
 import type { Fix } from '../fixes/fix.js';
 import { runFixStageSteps } from '../fixes/fix-stage.js';
 import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+import type { FixNote } from '../record/capture-record.js';
 import type { RequestFixState } from '../state/fix-state-codec.js';
 import { type PreparedRequest, type ProxyState, unavailableNote } from '../state/proxy-state.js';
 import type { WireFormat } from '../wire/request-body.js';

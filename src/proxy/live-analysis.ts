@@ -13,10 +13,10 @@ import {
 } from '../analyze/analyze-captures.js';
 import { describeMiss } from '../analyze/describe-miss.js';
 import type { PriceTable } from '../analyze/price-table.js';
-import type { CaptureRecord } from '../capture/capture-record.js';
 import { capLabel, LABEL_MAX } from '../core/cap-label.js';
 import { StepQueue } from '../core/step-queue.js';
 import { runStepped } from '../core/stepped-work.js';
+import type { CaptureRecord } from '../record/capture-record.js';
 import { clockTimeMs } from '../report/miss-line.js';
 import type { LiveFeed } from '../state/proxy-state.js';
 import { drainSteps } from '../wire/json-scan.js';

@@ -2,13 +2,13 @@
 // throws. Types and constants only: it must never open a socket, a file or a state store.
 
 import type { PriceTable } from '../analyze/price-table.js';
-import type { CaptureMode } from '../capture/capture-record.js';
 import type { CaptureState } from '../capture/capture-writer.js';
 import type { Clock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
 import type { Listening, ListenOptions } from '../core/listen.js';
 import type { Logger } from '../core/logger.js';
 import type { Fix, FixRegistry } from '../fixes/fix.js';
+import type { CaptureMode } from '../record/capture-record.js';
 import type { FixStateHealth } from '../state/fix-state-open.js';
 import type { StateHealth } from '../state/proxy-state.js';
 import type { OtlpOptions } from '../telemetry/start-telemetry.js';

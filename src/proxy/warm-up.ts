@@ -4,10 +4,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CaptureMode } from '../capture/capture-record.js';
 import type { Json } from '../core/json.js';
-import { agentConversation } from '../demo/agent-conversation.js';
 import type { Fix, FixRegistry } from '../fixes/fix.js';
+import type { CaptureMode } from '../record/capture-record.js';
+import { agentConversation } from '../sim/agent-conversation.js';
 import { createSimulator } from '../sim/simulator.js';
 import { type CachewardProxy, createProxy } from './create-proxy.js';
 

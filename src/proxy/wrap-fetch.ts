@@ -2,19 +2,20 @@
 // requests go out through the wrapped fetch unchanged; responses are observed as the app reads them.
 
 import { randomBytes } from 'node:crypto';
-import type { CaptureMode, CaptureRecord } from '../capture/capture-record.js';
 import { type CaptureState, CaptureWriter } from '../capture/capture-writer.js';
 import { defaultCaptureDir } from '../capture/default-dir.js';
 import { ConversationTracker } from '../conversation/conversation-tracker.js';
 import type { Clock } from '../core/clock.js';
 import { type Logger, lineLogger, loggerChannels } from '../core/logger.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
+import type { CaptureMode, CaptureRecord } from '../record/capture-record.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { type ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';
 import { ProxyMetrics } from './proxy-metrics.js';
 import { ResponseTap } from './response-tap.js';
 
-type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+/** A `fetch`: what wrapFetch wraps and what it returns (with its capture's extras). */
+export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 /** Options for {@link wrapFetch}: the capture settings of `createProxy`. */
 export interface WrapFetchOptions {

@@ -9,7 +9,6 @@ import { anthropicBreakpoints, checkAnthropicRequest } from '../cache/anthropic-
 import { openaiDefaultRetention } from '../cache/openai-rules.js';
 import { simulateRequests, type TimedRequest } from '../cache/simulate-requests.js';
 import { readCaptures } from '../capture/capture-reader.js';
-import { type CaptureRecord, capturePrefix } from '../capture/capture-record.js';
 import {
   ConversationTracker,
   countsAsTurn,
@@ -23,6 +22,7 @@ import { runFixStage } from '../fixes/fix-stage.js';
 import type { ForwardedPair } from '../fixes/stability.js';
 import { afterRefusal } from '../fixes/withdrawal.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
+import { type CaptureRecord, capturePrefix } from '../record/capture-record.js';
 import { FixStateStore } from '../state/fix-state-store.js';
 import { formatFromRoute } from '../wire/request-body.js';
 

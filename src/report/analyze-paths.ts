@@ -6,8 +6,8 @@
 import { type AnalysisResult, type AnalyzeOptions, analyzeRecords } from '../analyze/analyze-captures.js';
 import { describeMiss } from '../analyze/describe-miss.js';
 import type { ReadRecord } from '../capture/capture-reader.js';
-import type { CaptureRecord } from '../capture/capture-record.js';
 import { mergeCaptures } from '../capture/merge-captures.js';
+import type { CaptureRecord } from '../record/capture-record.js';
 
 export interface AnalyzePathsOptions extends AnalyzeOptions {
   onWarning?: (message: string) => void;

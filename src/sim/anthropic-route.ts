@@ -103,7 +103,10 @@ export async function anthropicRoute(
 
   await ctx.sleep(stallOf(incoming.faults) + (turn.delay_ms ?? 0));
   // The client gave up during the stall: nobody will read a reply, and nothing becomes readable.
-  if (incoming.signal.aborted) return new Response(null, { status: 499 });
+  if (incoming.signal.aborted) {
+    ctx.counters.abandoned++;
+    return new Response(null, { status: 499 });
+  }
   // The first byte goes out now: what this request wrote becomes readable.
   ctx.anthropic.responseBegan(result, ctx.clock.now());
 

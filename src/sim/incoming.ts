@@ -1,5 +1,6 @@
 // The part of every simulated route that comes before the provider logic: size limit, API key, body,
-// faults that answer at once. Returns the request's facts, or the error Response to send instead.
+// faults that answer at once. Returns the request's facts, or the error Response to send instead. It never
+// runs a cache model or builds a reply.
 
 import { errorResponse, overloadedStatus, type Provider } from '../wire/provider-errors.js';
 import { chooseFaults, type Fault, FaultSpecError } from './faults.js';

@@ -118,7 +118,10 @@ export async function prepare(
 /** Waits out any stall, then marks the response as begun (its writes become readable). */
 export async function begin(ctx: SimContext, p: Prepared): Promise<boolean> {
   await ctx.sleep(stallOf(p.incoming.faults) + (p.turn.delay_ms ?? 0));
-  if (p.incoming.signal.aborted) return false;
+  if (p.incoming.signal.aborted) {
+    ctx.counters.abandoned++;
+    return false;
+  }
   ctx.openai.responseBegan(p.result, ctx.clock.now());
   return true;
 }

@@ -3,9 +3,9 @@
 
 import { openaiHasDiagnostics } from '../cache/openai-rules.js';
 import { isObj, type Json } from '../core/json.js';
-import { addEncryptedReasoning } from './encrypted-reasoning.js';
 import { streamContext } from './incoming.js';
 import { begin, json, outputTokens, prepare, responsesTurns } from './openai-request.js';
+import { addEncryptedReasoning } from './reasoning-output.js';
 import { storeResponse } from './response-chain.js';
 import { responseEvents } from './responses-events.js';
 import { toolCallItem } from './responses-tool-calls.js';

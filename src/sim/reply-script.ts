@@ -1,5 +1,6 @@
 // Scripted replies for the simulator: turn N of a conversation gets the script's turn N (text, tool calls,
-// thinking, stop reason, delay or an error). Stateless: the turn is counted from the request itself.
+// thinking, stop reason, delay or an error). Stateless: the turn is counted from the request itself, never
+// from what the simulator saw before.
 
 import { CachewardError } from '../core/errors.js';
 import { isObj } from '../core/json.js';

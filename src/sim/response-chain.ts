@@ -1,5 +1,6 @@
 // The simulator's side of `previous_response_id` and `store`: a chained request is made whole (the stored
-// context, then its own input) before it is cached and counted, and a stored response is remembered.
+// context, then its own input) before it is cached and counted, and a stored response is remembered. A
+// chain it does not know is an error to the client, never a guess.
 
 import type { Json } from '../core/json.js';
 import type { Prefix } from '../prefix/build-prefix.js';

@@ -1,5 +1,6 @@
 // Stored Responses for `previous_response_id`: per response id, the whole context a chained request
-// continues (earlier input and output items), scoped to the API key. Bounded in count, bytes and time.
+// continues (earlier input and output items), scoped to the API key. Bounded in count, bytes and time; one
+// key never reads another's responses.
 
 import { inputFragment, outputFragment } from '../prefix/chained-prefix.js';
 import type { RequestBody } from '../wire/request-body.js';

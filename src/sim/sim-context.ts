@@ -17,6 +17,8 @@ import { ResponseStore } from './response-store.js';
 /** Counters reported by `GET /_sim/stats`. */
 export interface SimCounters {
   requests: number;
+  /** Requests whose client left before their first byte: nothing they wrote became readable. */
+  abandoned: number;
   errors: number;
   faults: number;
   cacheReads: number;
@@ -74,6 +76,7 @@ export class SimContext {
   readonly builder = new PrefixBuilder();
   readonly counters: SimCounters = {
     requests: 0,
+    abandoned: 0,
     errors: 0,
     faults: 0,
     cacheReads: 0,

@@ -7,9 +7,9 @@
 // does not record (tools, system, parameters, the reminders Claude Code adds) stands as one opaque block.
 
 import { createHash, type Hash } from 'node:crypto';
-import type { UnrecordedPart } from '../capture/capture-record.js';
 import { isObj, type Json } from '../core/json.js';
 import { LruMap } from '../core/lru-map.js';
+import type { UnrecordedPart } from '../record/capture-record.js';
 import {
   billingLine,
   type ClaudeCodeCall,
@@ -20,6 +20,7 @@ import {
   MessageRef,
   RequestShape,
 } from './claude-code-body.js';
+import { SkippedLines } from './skipped-lines.js';
 import type { LineWarning, SourceRequest } from './source-request.js';
 import { stableJsonWithoutMarkers } from './stable-hash.js';
 import { unrecordedBlock } from './unrecorded-block.js';
@@ -177,11 +178,14 @@ export class ClaudeCodeTranscript {
   private sidechain = false;
   /** The TTL of the markers on the messages-only path: what the usage last showed written. */
   private ttl: '5m' | '1h' = '5m';
-  private readonly skipped = new Map<string, { line: number; count: number }>();
   private unanswered = 0;
   private firstUnanswered = 0;
 
-  constructor(private readonly options: ClaudeCodeOptions) {}
+  private readonly skipped: SkippedLines;
+
+  constructor(private readonly options: ClaudeCodeOptions) {
+    this.skipped = new SkippedLines(options.warn);
+  }
 
   /** One line of the file (without its newline). */
   line(text: string, n: number): void {
@@ -190,21 +194,29 @@ export class ClaudeCodeTranscript {
     try {
       v = JSON.parse(text);
     } catch {
-      this.skip('torn', n, `skipped a truncated or invalid line (${text.length} characters, not JSON)`);
+      this.skipped.skip(
+        'torn',
+        n,
+        `skipped a truncated or invalid line (${text.length} characters, not JSON)`,
+      );
       return;
     }
     if (!isObj(v) || typeof v.type !== 'string') {
-      this.skip('shape', n, 'skipped a line that is not a Claude Code transcript record');
+      this.skipped.skip('shape', n, 'skipped a line that is not a Claude Code transcript record');
       return;
     }
     const type = v.type;
     if (!CLAUDE_CODE_TYPES.has(type)) {
-      this.skip(`type:${type}`, n, `skipped a record of a type this version does not know ("${type}")`);
+      this.skipped.skip(
+        `type:${type}`,
+        n,
+        `skipped a record of a type this version does not know ("${type}")`,
+      );
       return;
     }
     const major = majorOf(v.version);
     if (major !== undefined && !KNOWN_MAJORS.has(major)) {
-      this.skip(
+      this.skipped.skip(
         `version:${v.version}`,
         n,
         `skipped a record of Claude Code ${String(v.version)}, a version never seen (known: 1.x, 2.x)`,
@@ -267,27 +279,13 @@ export class ClaudeCodeTranscript {
         this.firstUnanswered,
         `${this.unanswered} API call${this.unanswered === 1 ? ' has' : 's have'} no response in the transcript (cut off or still running): not counted`,
       );
-    for (const [reason, s] of this.skipped)
-      if (s.count > 1)
-        this.options.warn(
-          s.line,
-          `and ${s.count - 1} more line${s.count === 2 ? '' : 's'} like it (${reason})`,
-        );
-  }
-
-  private skip(reason: string, n: number, message: string): void {
-    const s = this.skipped.get(reason);
-    if (s) s.count++;
-    else {
-      this.skipped.set(reason, { line: n, count: 1 });
-      this.options.warn(n, message);
-    }
+    this.skipped.end();
   }
 
   private shape(v: Json, n: number): void {
     const shape = v.shape;
     if (typeof v.shapeHash !== 'string' || !isObj(shape) || !Array.isArray(shape.system)) {
-      this.skip('bad-shape', n, 'skipped a request shape without its hash, system or tools');
+      this.skipped.skip('bad-shape', n, 'skipped a request shape without its hash, system or tools');
       return;
     }
     const tools = Array.isArray(shape.tools) ? shape.tools : [];
@@ -296,7 +294,7 @@ export class ClaudeCodeTranscript {
 
   private blob(v: Json, n: number): void {
     if (typeof v.hash !== 'string' || !isObj(v.message)) {
-      this.skip('bad-blob', n, 'skipped a message record without its hash or message');
+      this.skipped.skip('bad-blob', n, 'skipped a message record without its hash or message');
       return;
     }
     this.known.set(v.hash, new MessageRef(v.message));
@@ -305,7 +303,7 @@ export class ClaudeCodeTranscript {
   /** A request record: its messages from its base and tail, its body rebuilt and checked. */
   private request(v: Json, n: number): void {
     if (typeof v.id !== 'string' || !isObj(v.params) || typeof v.params.model !== 'string') {
-      this.skip('bad-request', n, 'skipped a request record without its id or model');
+      this.skipped.skip('bad-request', n, 'skipped a request record without its id or model');
       return;
     }
     const { model, betas, ...params } = v.params;

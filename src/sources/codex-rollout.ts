@@ -6,8 +6,9 @@
 // recorded: the tools and the request parameters but the model and a reasoning effort the user set (they stand
 // as one opaque block sized from usage), and the id Codex gives its base-instructions message.
 
-import type { UnrecordedPart } from '../capture/capture-record.js';
 import { isObj, type Json } from '../core/json.js';
+import type { UnrecordedPart } from '../record/capture-record.js';
+import { SkippedLines } from './skipped-lines.js';
 import type { LineWarning, SourceRequest } from './source-request.js';
 import { unrecordedBlock } from './unrecorded-block.js';
 
@@ -61,9 +62,11 @@ export class CodexRollout {
   private response: Response | undefined;
   private lastTime = Number.NaN;
   private usageRecords = false;
-  private readonly skipped = new Map<string, { line: number; count: number }>();
+
+  private readonly skipped: SkippedLines;
 
   constructor(private readonly options: CodexOptions) {
+    this.skipped = new SkippedLines(options.warn);
     this.session = options.session;
   }
 
@@ -73,15 +76,23 @@ export class CodexRollout {
     try {
       v = JSON.parse(text);
     } catch {
-      this.skip('torn', n, `skipped a truncated or invalid line (${text.length} characters, not JSON)`);
+      this.skipped.skip(
+        'torn',
+        n,
+        `skipped a truncated or invalid line (${text.length} characters, not JSON)`,
+      );
       return;
     }
     if (!isObj(v) || typeof v.type !== 'string' || !isObj(v.payload)) {
-      this.skip('shape', n, 'skipped a line that is not a Codex rollout record');
+      this.skipped.skip('shape', n, 'skipped a line that is not a Codex rollout record');
       return;
     }
     if (!KNOWN_TYPES.has(v.type)) {
-      this.skip(`type:${v.type}`, n, `skipped a record of a type this version does not know ("${v.type}")`);
+      this.skipped.skip(
+        `type:${v.type}`,
+        n,
+        `skipped a record of a type this version does not know ("${v.type}")`,
+      );
       return;
     }
     const p = v.payload;
@@ -129,28 +140,14 @@ export class CodexRollout {
     if (this.response)
       this.options.warn(this.response.line, 'a response with no usage in the rollout (cut off): not counted');
     this.response = undefined;
-    for (const [reason, s] of this.skipped)
-      if (s.count > 1)
-        this.options.warn(
-          s.line,
-          `and ${s.count - 1} more line${s.count === 2 ? '' : 's'} like it (${reason})`,
-        );
-  }
-
-  private skip(reason: string, n: number, message: string): void {
-    const s = this.skipped.get(reason);
-    if (s) s.count++;
-    else {
-      this.skipped.set(reason, { line: n, count: 1 });
-      this.options.warn(n, message);
-    }
+    this.skipped.end();
   }
 
   private meta(p: Json, n: number): void {
     const version = typeof p.cli_version === 'string' ? p.cli_version : undefined;
     const major = version ? Number(/^(\d+)\./.exec(version)?.[1]) : undefined;
     if (major !== undefined && !KNOWN_MAJORS.has(major)) {
-      this.skip(
+      this.skipped.skip(
         'version',
         n,
         `skipped the session record of Codex ${version}, a version never seen (known: 0.x)`,

@@ -5,7 +5,7 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import type { ReadCapturesOptions, ReadRecord } from '../capture/capture-reader.js';
+import type { ReadRecord } from '../record/read-record.js';
 import { ClaudeCodeTranscript } from './claude-code-transcript.js';
 import { CodexRollout } from './codex-rollout.js';
 import { SourceRecords } from './source-records.js';
@@ -13,10 +13,20 @@ import type { SourceRequest } from './source-request.js';
 import { rolloutSession, subagentOf } from './transcript-files.js';
 import type { SourceKind } from './transcript-kind.js';
 
+/** What a transcript's reading tells its caller (the capture reader's options of the same names). */
+export interface ReadTranscriptOptions {
+  /** Told about every line the adapter could not use: `file:line: why`. */
+  onWarning?: (message: string) => void;
+  /** Hand on the bodies rebuilt exactly (default true). */
+  bodies?: boolean;
+  /** Told how far the file has been read: bytes so far, and the file's size. */
+  onProgress?: (file: string, bytes: number, size: number) => void;
+}
+
 export async function* readTranscript(
   file: string,
   kind: Exclude<SourceKind, 'capture'>,
-  options: ReadCapturesOptions,
+  options: ReadTranscriptOptions,
   sources: SourceRecords = new SourceRecords(),
 ): AsyncGenerator<ReadRecord> {
   const warn = (line: number, message: string) => options.onWarning?.(`${file}:${line}: ${message}`);

@@ -2,15 +2,15 @@
 // the proxy's capture makes (PrefixBuilder, then capturePrefix), so every model after it sees one record shape.
 // Pure (no I/O, no clock); it keeps no body once the record is made, unless asked to hand it on.
 
+import { LruMap } from '../core/lru-map.js';
+import { PrefixBuilder } from '../prefix/build-prefix.js';
 import {
   type CapturedBlock,
   type CapturedPrefix,
   type CaptureRecord,
   capturePrefix,
   UNRECORDED_KIND,
-} from '../capture/capture-record.js';
-import { LruMap } from '../core/lru-map.js';
-import { PrefixBuilder } from '../prefix/build-prefix.js';
+} from '../record/capture-record.js';
 import { normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 import type { SourceRequest } from './source-request.js';
 

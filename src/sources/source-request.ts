@@ -1,7 +1,7 @@
 // What a source adapter hands on: one API request rebuilt from an agent's transcript, with its usage, times,
 // session and model. Pure data; the adapters never write it anywhere and nothing after them reads its text.
 
-import type { UnrecordedPart } from '../capture/capture-record.js';
+import type { UnrecordedPart } from '../record/capture-record.js';
 
 /** One request as an adapter rebuilt it. Times are ms since the epoch on the agent's clock. */
 export interface SourceRequest {

@@ -1,4 +1,5 @@
 // The fix state document: round trip, shared parts by content, and precise refusals.
+// Pure: documents in memory, no state file.
 
 import { describe, expect, it } from 'vitest';
 import { decodeFixState, encodeFixState, partsOf } from './fix-state-codec.js';

@@ -1,6 +1,6 @@
 // Fix state by request: what every fix's state was after a request went out, so the next request of the
 // conversation (or a fork of it) starts from its parent's state. Memory-bounded (count, age, shared parts);
-// persistence is state-file's job.
+// persistence is state-file's job. It never does I/O.
 
 import { LruMap } from '../core/lru-map.js';
 import { drainSteps } from '../wire/json-scan.js';

@@ -1,3 +1,6 @@
+// Stepped JSON with sha1 writes exactly JSON.stringify's text, and fix state is kept in pieces.
+// In-process: no file, no Redis.
+
 import { hash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';

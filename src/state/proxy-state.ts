@@ -1,11 +1,15 @@
 // What the proxy asks of its state, wherever it lives: resolve a request and hand over its parent's fix
 // state, then commit the request once the upstream answered. Types only; it must never do I/O itself.
 
-import type { CaptureRecord, FixNote } from '../capture/capture-record.js';
-import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
+import type {
+  AnsweredRequest,
+  ConversationTracker,
+  TrackedRequest,
+} from '../conversation/conversation-tracker.js';
 import type { HeaderLookup } from '../conversation/session-label.js';
 import type { ForwardedPair } from '../fixes/stability.js';
 import type { Prefix } from '../prefix/build-prefix.js';
+import type { CaptureRecord, FixNote } from '../record/capture-record.js';
 import type { RequestFixState } from './fix-state-codec.js';
 import type { FixStateHealth } from './fix-state-open.js';
 import type { FixStates } from './fix-state-store.js';
@@ -127,14 +131,7 @@ export interface ProxyState {
    * Resolves and commits a request no fix looked at, after its response, so shared conversation ids agree
    * across a fleet. Undefined when the recorder's local tracker should do it.
    */
-  track?(
-    id: string,
-    prefix: Prefix,
-    headers: HeaderLookup,
-    time: number,
-    route: string,
-    status: number | undefined,
-  ): Promise<TrackedRequest | undefined>;
+  track?(answered: AnsweredRequest): Promise<TrackedRequest | undefined>;
   /** A fleet's shared feed of records for the live analysis (Redis); none on one machine. */
   readonly feed?: LiveFeed;
   /** Tells the state this proxy's address (for the fleet's instance list). */

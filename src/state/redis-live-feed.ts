@@ -5,14 +5,14 @@
 // cannot publish (Redis out) is analyzed by its own proxy alone.
 
 import type { Redis } from 'ioredis';
+import { LruMap } from '../core/lru-map.js';
 import {
   applyBlockDelta,
   blockDelta,
   type CapturedBlock,
   type CapturedPrefix,
   type CaptureRecord,
-} from '../capture/capture-record.js';
-import { LruMap } from '../core/lru-map.js';
+} from '../record/capture-record.js';
 import { ParentFirst } from './parent-first.js';
 import type { LiveFeed, LiveFeedHealth } from './proxy-state.js';
 import type { RedisLiveness } from './redis-liveness.js';

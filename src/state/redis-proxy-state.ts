@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import type { PassingEntry } from '../conversation/conversation-store.js';
 import {
+  type AnsweredRequest,
   ConversationTracker,
   conversationRequest,
   countsAsTurn,
@@ -665,14 +666,8 @@ export class RedisProxyState implements ProxyState {
     return { args, view, doc };
   }
 
-  async track(
-    id: string,
-    prefix: Prefix,
-    headers: HeaderLookup,
-    time: number,
-    route: string,
-    status: number | undefined,
-  ): Promise<TrackedRequest | undefined> {
+  async track(answered: AnsweredRequest): Promise<TrackedRequest | undefined> {
+    const { id, prefix, headers, time, route, status } = answered;
     if (this.redis.status !== 'ready' || this.liveness.unreachable) return undefined;
     const { label, request } = conversationRequest(id, prefix, headers, time);
     try {

@@ -1,4 +1,5 @@
 // A metric label stays bounded: known names are canonical, a few unknown ones pass, the rest are `other`.
+// In-process: no collector, no exporter.
 
 import { describe, expect, it } from 'vitest';
 import { PriceTable } from '../analyze/price-table.js';

@@ -4,7 +4,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { agentConversation, anthropicTool, appendUserTurn } from '../demo/agent-conversation.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../sim/agent-conversation.js';
 import { assertReadsParent, CacheAssertionError, createCacheTestbed } from './index.js';
 
 type Params = Anthropic.MessageCreateParamsNonStreaming;

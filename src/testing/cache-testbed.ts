@@ -3,10 +3,10 @@
 
 import { type AnalyzedRequest, Analyzer } from '../analyze/analyze-captures.js';
 import { PriceTable } from '../analyze/price-table.js';
-import type { CaptureRecord } from '../capture/capture-record.js';
 import { VirtualClock } from '../core/clock.js';
 import { CachewardError } from '../core/errors.js';
 import { type CapturingFetch, wrapFetch } from '../proxy/wrap-fetch.js';
+import type { CaptureRecord } from '../record/capture-record.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../sim/simulator.js';
 
 /** Options for {@link createCacheTestbed}. */

@@ -1,3 +1,6 @@
+// The JSON scanner: byte spans, escapes, repeated keys, depth limits and shared leading bytes.
+// Pure.
+
 import { describe, expect, it } from 'vitest';
 import { JsonDepthError, JsonSyntaxError } from '../core/errors.js';
 import { locateJsonError } from './json-locate.js';

@@ -1,5 +1,8 @@
+// parseRequestBody with a previous body takes over only what is the same, and still checks UTF-8.
+// Pure.
+
 import { describe, expect, it } from 'vitest';
-import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
+import { agentConversation, appendUserTurn } from '../sim/agent-conversation.js';
 import { parseRequestBody, type RequestBody, type WireFormat } from './request-body.js';
 
 type Json = Record<string, unknown>;

@@ -1,7 +1,10 @@
+// parseRequestBody reads each provider format into units with exact byte spans, keeping unknown fields.
+// Pure.
+
 import { describe, expect, it } from 'vitest';
 import { anthropicFixture, openaiChatFixture, openaiResponsesFixture } from '../../test/fixtures/requests.js';
 import { JsonSyntaxError, WireFormatError } from '../core/errors.js';
-import { agentConversation, appendUserTurn } from '../demo/agent-conversation.js';
+import { agentConversation, appendUserTurn } from '../sim/agent-conversation.js';
 import { detectBodyFormat, formatFromRoute, parseRequestBody } from './request-body.js';
 
 const text = (bytes: Uint8Array, span: { start: number; end: number }) =>

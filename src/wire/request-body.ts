@@ -192,7 +192,7 @@ export function* parseRequestBodySteps(
   }
   const format = options.format ?? formatFromRoute(options.route) ?? detectFormat(bytes, root);
   const units: RawUnit[] = [];
-  const reader = new UnitReader(bytes, units, previous ? prev : undefined);
+  const reader = new RawUnitCollector(bytes, units, previous ? prev : undefined);
   if (format === 'anthropic-messages') yield* reader.anthropic(root);
   else if (format === 'openai-chat') yield* reader.openaiChat(root);
   else yield* reader.openaiResponses(root);
@@ -341,7 +341,11 @@ function readBetas(headers: ParseRequestOptions['headers']): string[] {
   return [...out].sort();
 }
 
-class UnitReader {
+/**
+ * Walks a scanned body's tools, system and messages into {@link RawUnit}s, failing on a malformed one (the
+ * units' identities and tokens are the prefix model's: prefix/unit-info.ts).
+ */
+class RawUnitCollector {
   constructor(
     private readonly bytes: Uint8Array,
     private readonly units: RawUnit[],

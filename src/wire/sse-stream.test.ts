@@ -1,3 +1,6 @@
+// The SSE readers rebuild messages, usage and stop reasons from any chunking of the stream.
+// Pure: streams are made in memory.
+
 import { describe, expect, it } from 'vitest';
 import { StreamFormatError } from '../core/errors.js';
 import { createStreamReader, parseStream } from './sse-stream.js';

@@ -2,9 +2,9 @@
 // share their tools interleaved (a proxy's traffic), each must extend from its own previous record.
 import { describe, expect, it } from 'vitest';
 import { CapturedPrefixReuse, prefixFromCapture } from '../../src/analyze/captured-prefix.js';
-import { capturePrefix } from '../../src/capture/capture-record.js';
-import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { type Prefix, PrefixBuilder } from '../../src/prefix/build-prefix.js';
+import { capturePrefix } from '../../src/record/capture-record.js';
+import { agentConversation, appendUserTurn } from '../../src/sim/agent-conversation.js';
 
 const bytes = (v: unknown) => Buffer.from(JSON.stringify(v));
 

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { prefixFromCapture } from '../../src/analyze/captured-prefix.js';
-import { capturePrefix } from '../../src/capture/capture-record.js';
 import { type Prefix, PrefixBuilder } from '../../src/prefix/build-prefix.js';
 import { type Divergence, firstDivergence } from '../../src/prefix/first-divergence.js';
+import { capturePrefix } from '../../src/record/capture-record.js';
 import type { WireFormat } from '../../src/wire/request-body.js';
 import { cli } from '../cli/run-cli.js';
 

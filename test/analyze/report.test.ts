@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AnalysisResult, AnalyzedRequest } from '../../src/analyze/analyze-captures.js';
 import { PriceTable } from '../../src/analyze/price-table.js';
-import type { CaptureRecord } from '../../src/capture/capture-record.js';
 import { type BustSessionResult, runBustSession } from '../../src/demo/bust-session.js';
+import type { CaptureRecord } from '../../src/record/capture-record.js';
 import { analyzePaths } from '../../src/report/analyze-paths.js';
 import { cli } from '../cli/run-cli.js';
 

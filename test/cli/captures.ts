@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
-import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../../src/sim/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 
 type Json = Record<string, unknown>;

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { builtCli } from '../suite.js';
 import { cli } from './run-cli.js';
 
 const run = promisify(execFile);
@@ -81,7 +82,7 @@ describe('cacheward demo', () => {
 });
 
 describe('the built executable', () => {
-  const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
+  const bin = builtCli();
 
   it('runs `cacheward demo` without colour under NO_COLOR', async () => {
     expect(existsSync(bin), 'dist/ is built by `npm test` (tsup) before vitest runs').toBe(true);

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../../src/sim/agent-conversation.js';
 import { cli } from './run-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cacheward-diff-'));

@@ -7,14 +7,15 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.js';
 import { redactUrl } from '../../src/core/redact-url.js';
-import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { runBustSession } from '../../src/demo/bust-session.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
+import { agentConversation, appendUserTurn } from '../../src/sim/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
+import { builtCli } from '../suite.js';
 import { type Captured, fullCapture } from './captures.js';
 import { cli } from './run-cli.js';
 
-const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
+const bin = builtCli();
 const tmp = (name: string) => mkdtempSync(join(tmpdir(), `cacheward-nc-${name}-`));
 
 let hashes: string;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, describe, expect, it } from 'vitest';
-import { agentConversation } from '../../src/demo/agent-conversation.js';
+import { agentConversation } from '../../src/sim/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { BIN, startCliProxy } from '../proxy/cli-proxy.js';
 import { cli } from './run-cli.js';

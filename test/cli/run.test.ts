@@ -8,9 +8,10 @@ import { readCaptures } from '../../src/capture/capture-reader.js';
 import { agentArgs, agentEnv, SIM_ANTHROPIC_KEY, SIM_OPENAI_KEY } from '../../src/cli/commands/run.js';
 import { analyzePaths } from '../../src/report/analyze-paths.js';
 import { missLine } from '../../src/report/miss-line.js';
+import { builtCli } from '../suite.js';
 import { cli } from './run-cli.js';
 
-const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
+const bin = builtCli();
 const agent = join(import.meta.dirname, 'sdk-agent.mjs');
 
 interface Ran {

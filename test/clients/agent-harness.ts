@@ -7,9 +7,9 @@ import { existsSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from 'nod
 import { rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
+import { builtCli } from '../suite.js';
 
 /** Fake keys: shaped like nothing a provider issues, so they cannot be mistaken for real ones. */
 export const FAKE_ANTHROPIC_KEY = 'cacheward-test-anthropic-key-0123456789abcdefghijklmnop';
@@ -29,8 +29,7 @@ export const CLAUDE_PACKAGES: Record<ClaudeVersion, string> = {
   pinned: '@anthropic-ai/claude-code',
 };
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const CLI = join(ROOT, 'dist/cli/bin.js');
+const CLI = builtCli();
 const require = createRequire(import.meta.url);
 
 /** A stdio MCP server an agent should start. */

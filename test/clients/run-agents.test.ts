@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PriceTable } from '../../src/analyze/price-table.js';
 import { analyzePaths } from '../../src/report/analyze-paths.js';
+import { builtCli } from '../suite.js';
 import { claudeCommand, codexCommand } from './agent-harness.js';
 
-const CLI = join(import.meta.dirname, '../../dist/cli/bin.js');
+const CLI = builtCli();
 
 /** `cacheward run --sim -- AGENT…` with a bare environment: a fresh HOME, no keys, no base URLs. */
 function runAgent(

@@ -2,11 +2,11 @@
 // of the same runs: requests, tokens, sessions, and every request's cause, matched call by call.
 
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import type { AnalysisResult, AnalyzedRequest } from '../../src/analyze/analyze-captures.js';
 import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
+import { builtCli } from '../suite.js';
 
-const CLI = join(import.meta.dirname, '../../dist/cli/bin.js');
+const CLI = builtCli();
 
 export interface CliResult {
   code: number | null;

@@ -12,11 +12,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PriceTable } from '../../src/analyze/price-table.js';
 import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
 import { analyzePaths } from '../../src/report/analyze-paths.js';
+import { builtCli } from '../suite.js';
 import { claudeCommand, codexCommand, startAgentStack } from './agent-harness.js';
 import { script as codexScript } from './codex-scenarios.js';
 
 type Json = Record<string, any>;
-const CLI = join(import.meta.dirname, '../../dist/cli/bin.js');
+const CLI = builtCli();
 const TEST_MS = 150_000;
 
 /** Codex's EDIT-TASK through `cacheward proxy` into `cacheward sim`, over HTTP or its WebSocket. */

@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PriceTable } from '../../src/analyze/price-table.js';
 import { VirtualClock } from '../../src/core/clock.js';
-import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { fixRegistry } from '../../src/fixes/registry.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
 import { replayCaptures } from '../../src/replay/replay-captures.js';
 import { analyzePaths } from '../../src/report/analyze-paths.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../../src/sim/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { cli } from '../cli/run-cli.js';
 

@@ -2,10 +2,10 @@
 // forwards exactly the bytes, notes and states a cold builder gives (every body built from scratch).
 
 import { describe, expect, it } from 'vitest';
-import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { runFixStage } from '../../src/fixes/fix-stage.js';
 import { fixRegistry } from '../../src/fixes/registry.js';
 import { PrefixBuilder } from '../../src/prefix/build-prefix.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../../src/sim/agent-conversation.js';
 
 type Json = Record<string, unknown>;
 const format = 'anthropic-messages' as const;

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.js';
-import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import type { Fix } from '../../src/fixes/fix.js';
 import { fixRegistry } from '../../src/fixes/registry.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
 import { type Invariant, replayCaptures } from '../../src/replay/replay-captures.js';
+import { agentConversation, appendUserTurn } from '../../src/sim/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 
 type Json = Record<string, unknown>;

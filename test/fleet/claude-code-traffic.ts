@@ -2,7 +2,7 @@
 // metadata.user_id, a deferred MCP tool, a <system-reminder> that moves into its own message, and a tool
 // that appears mid-session. Deterministic: the same conversation number always gives the same bytes.
 
-import { agentConversation, anthropicTool, appendUserTurn } from '../../src/demo/agent-conversation.js';
+import { agentConversation, anthropicTool, appendUserTurn } from '../../src/sim/agent-conversation.js';
 
 export type Json = Record<string, unknown>;
 type Msg = { role: string; content: Json[] | string };

@@ -8,9 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import type { LiveRequest, LiveSnapshot } from '../../src/proxy/live-analysis.js';
+import { builtCli } from '../suite.js';
+import { waitFor } from '../wait-for.js';
 import { claudeCodeConversation, type Turn } from './claude-code-traffic.js';
 
-const BIN = join(import.meta.dirname, '../../dist/cli/bin.js');
+const BIN = builtCli();
 export const KEY = 'cacheward-test-anthropic-key-0123456789abcdefghijklmnop';
 // pin-reminders first: it restores the message shape tools-freeze's announcement positions refer to.
 export const FIXES = 'pin-reminders,tools-freeze';
@@ -202,12 +204,14 @@ export async function runFleet(o: FleetRunOptions): Promise<FleetRun> {
     Promise.all(
       procs.map(async (p) => (await (await fetch(`${p.url}/_cacheward/state`)).json()) as LiveSnapshot),
     );
-  let snaps = await read();
-  for (const until = Date.now() + 30_000; Date.now() < until; ) {
-    if (snaps.reduce((x, s) => x + s.totals.requests, 0) >= total) break;
-    await new Promise((r) => setTimeout(r, 100));
-    snaps = await read();
-  }
+  const snaps = await waitFor(
+    "every request in the proxies' live analyses",
+    async () => {
+      const now = await read();
+      return now.reduce((x, s) => x + s.totals.requests, 0) >= total && now;
+    },
+    30_000,
+  );
   const states = await Promise.all(
     procs.map(
       async (p) =>

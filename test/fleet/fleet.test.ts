@@ -17,6 +17,7 @@ import type { ConversationInfo, RequestNode } from '../../src/conversation/conve
 import { analyzePaths } from '../../src/report/analyze-paths.js';
 import { decodeFixState, partsOf } from '../../src/state/fix-state-codec.js';
 import { type RedisServer, startRedis } from '../state/redis-server.js';
+import { waitFor } from '../wait-for.js';
 import { claudeCodeConversation, type Turn } from './claude-code-traffic.js';
 import { FIXES, KEY, type Proc, simStats, startCli, stop, stopAll } from './fleet-support.js';
 
@@ -151,7 +152,10 @@ describe('three proxies on one Redis', () => {
     }
     const health = async (p: Proc) => {
       const r = await fetch(`${p.url}/_cacheward/health`);
-      return { code: r.status, body: (await r.json()) as { status: string; state: Record<string, unknown> } };
+      return {
+        code: r.status,
+        body: (await r.json()) as { status: string; state: Record<string, unknown>; capture: unknown },
+      };
     };
     const [a, b, c] = fleet as [Proc, Proc, Proc];
     const rr = new RoundRobin(fleet);
@@ -160,18 +164,20 @@ describe('three proxies on one Redis', () => {
     expect((await health(a)).body.state).toMatchObject({ kind: 'redis', status: 'ok' });
     const instances = async (p: Proc, n: number) => {
       // Each proxy refreshes its view of the fleet once a second (its heartbeat).
-      const until = Date.now() + 8_000;
-      let list = (await health(p)).body.state.instances as Array<{ url: string }>;
-      while (list.length !== n && Date.now() < until) {
-        await new Promise((r) => setTimeout(r, 200));
-        list = (await health(p)).body.state.instances as Array<{ url: string }>;
-      }
+      const list = await waitFor(`${n} instances in the health of ${p.url}`, async () => {
+        const l = (await health(p)).body.state.instances as Array<{ url: string }>;
+        return l.length === n && l;
+      });
       return list.map((i) => i.url).sort();
     };
     expect(await instances(a, 3)).toEqual(fleet.map((p) => p.url).sort());
 
     // kill -9 the third proxy between two requests of every conversation it served.
-    await new Promise((r) => setTimeout(r, 300)); // its capture reaches the disk
+    const servedByC = [...rr.sentTo.values()].filter((url) => url === c.url).length;
+    await waitFor('the third proxy to have its exchanges on disk', async () => {
+      const capture = (await health(c)).body.capture as { written: number };
+      return capture.written === servedByC;
+    });
     c.child.kill('SIGKILL');
     await new Promise((r) => c.child.once('exit', () => r(undefined)));
     for (let round = 4; round <= 5; round++) await runRound(rr, round, ids);
@@ -185,30 +191,24 @@ describe('three proxies on one Redis', () => {
       if (done === 2) await redis.stop();
     });
     // The proxy learns Redis is gone when its socket closes (a moment after the server exits).
-    let degradedSeen = await health(a);
-    for (const until = Date.now() + 3_000; degradedSeen.code !== 503 && Date.now() < until; ) {
-      await new Promise((r) => setTimeout(r, 20));
-      degradedSeen = await health(a);
-    }
+    const degradedSeen = await waitFor('the health of the first proxy to say 503', async () => {
+      const h = await health(a);
+      return h.code === 503 && h;
+    });
     await runRound(rr, 7, ids, async (done) => {
       if (done === 2) await redis.start();
     });
     // Both survivors back on Redis before the last round (each reconnects on its own schedule).
-    const back = Date.now() + 8_000;
     for (const p of [a, b])
-      while ((await health(p)).code !== 200 && Date.now() < back)
-        await new Promise((r) => setTimeout(r, 100));
+      await waitFor(`${p.url} back on Redis`, async () => (await health(p)).code === 200);
     await runRound(rr, 8, ids);
     // What the unfixed requests cost, once each proxy's live analysis has named their misses.
     type Cost = { requests: number; rewrittenTokens: number };
-    const costed = async (p: Proc) => {
-      let h = await health(p);
-      for (const until = Date.now() + 10_000; Date.now() < until; h = await health(p)) {
-        if ((h.body.state.unfixedCost as Cost).requests === h.body.state.failedOpen) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      return h;
-    };
+    const costed = (p: Proc) =>
+      waitFor(`the live analysis of ${p.url} to have named every unfixed request's miss`, async () => {
+        const h = await health(p);
+        return (h.body.state.unfixedCost as Cost).requests === h.body.state.failedOpen && h;
+      });
     const recovered = await costed(a);
     const recoveredB = await costed(b);
     const metrics = await (await fetch(`${a.url}/_cacheward/metrics`)).text();

@@ -2,9 +2,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.js';
-import { agentConversation } from '../../src/demo/agent-conversation.js';
 import { BackgroundForks, ForkRefusedError, validateReply } from '../../src/fork/background-forks.js';
 import { ForkParityError, forkRequest, verifyForkParity } from '../../src/fork/fork-request.js';
+import { agentConversation } from '../../src/sim/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 
 type Json = Record<string, unknown>;

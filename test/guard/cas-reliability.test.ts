@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CasFileStore, LockTimeoutError } from '../../src/guard/cas-file-store.js';
+import { needsBuild } from '../suite.js';
 import { runStorm } from './cas-storm.js';
 
-const worker = join(import.meta.dirname, 'cas-worker.mjs');
+const worker = needsBuild(join(import.meta.dirname, 'cas-worker.mjs'));
 const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
 
 describe('CasFileStore under kill -9', () => {

@@ -5,8 +5,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { CasFileStore } from '../../src/guard/cas-file-store.js';
+import { needsBuild } from '../suite.js';
 
-const worker = join(import.meta.dirname, 'cas-worker.mjs');
+const worker = needsBuild(join(import.meta.dirname, 'cas-worker.mjs'));
 
 export interface StormOptions {
   dir: string;

@@ -12,8 +12,9 @@ import {
 } from '../../src/guard/cas-file-store.js';
 import { checkNotStale, StaleGuard, snapshotToken } from '../../src/guard/snapshot-token.js';
 import { defaultIsWrite, ToolGate } from '../../src/guard/tool-gate.js';
+import { needsBuild } from '../suite.js';
 
-const worker = join(import.meta.dirname, 'cas-worker.mjs');
+const worker = needsBuild(join(import.meta.dirname, 'cas-worker.mjs'));
 const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
 
 describe('ToolGate', () => {

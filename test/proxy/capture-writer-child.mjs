@@ -3,7 +3,7 @@
 // its body or without) and that it is still running (`tick AT`), for kill -9 tests.
 // Usage: node capture-writer-child.mjs DIR BODY_BYTES
 import { randomBytes } from 'node:crypto';
-import { CaptureWriter } from '../../dist/proxy/index.js';
+import { CaptureWriter } from '../../dist/internal.js';
 
 const [dir, bytes] = [process.argv[2], Number(process.argv[3])];
 const writer = new CaptureWriter({ dir, mode: 'full', clock: { now: () => Date.now() } });

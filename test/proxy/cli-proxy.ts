@@ -2,9 +2,9 @@
 // signals, its RSS, its environment. Resolves once the first line has printed the base URL.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { builtCli } from '../suite.js';
 
-export const BIN = join(import.meta.dirname, '../../dist/cli/bin.js');
+export const BIN = builtCli();
 
 export interface CliProxy {
   child: ChildProcess;

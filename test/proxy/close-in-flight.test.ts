@@ -1,11 +1,15 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+// close() with an exchange in flight resolves only once that exchange is on disk, so a caller may remove the
+// capture folder at once (the warm-up does). Loopback only; a capture folder of its own.
+
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { agentConversation } from '../../src/demo/agent-conversation.js';
+import { readCaptures } from '../../src/capture/capture-reader.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
+import { agentConversation } from '../../src/sim/agent-conversation.js';
 
 const files = (dir: string) => {
   try {
@@ -49,10 +53,15 @@ describe('close() with an exchange in flight', () => {
       );
       await received;
       await p.close();
-      const atClose = files(dir);
-      await answer.catch(() => {});
-      await new Promise((r) => setTimeout(r, 300));
-      expect(files(dir)).toEqual(atClose);
+      // When close() resolves, the exchange is already on disk: there is nothing left to write after it.
+      const atClose = files(dir).map((f) => [f, statSync(join(dir, f)).size]);
+      const records = [];
+      for await (const r of readCaptures([dir])) records.push(r.record);
+      expect(records).toHaveLength(1);
+      expect(records[0]?.route).toBe('/v1/messages');
+      // And once the client has its answer (or its error), the folder is still as close() left it.
+      await answer;
+      expect(files(dir).map((f) => [f, statSync(join(dir, f)).size])).toEqual(atClose);
     } finally {
       upstream.closeAllConnections();
       upstream.close();

@@ -16,9 +16,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
-import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { createProxy, type ProxyOptions } from '../../src/proxy/create-proxy.js';
 import { CA_KEY_FILE, LocalCa, LocalCaError } from '../../src/proxy/local-ca.js';
+import { agentConversation, appendUserTurn } from '../../src/sim/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { API_KEY, OPENAI_KEY } from './helpers.js';
 

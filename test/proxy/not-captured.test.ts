@@ -13,6 +13,7 @@ import type { NotCapturedMarker } from '../../src/capture/not-captured.js';
 import { VirtualClock } from '../../src/core/clock.js';
 import { cli } from '../cli/run-cli.js';
 import { bareRecord } from '../fixtures/capture-records.js';
+import { builtCli } from '../suite.js';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'cacheward-not-captured-'));
 
@@ -81,7 +82,7 @@ describe('the capture says what it did not keep', () => {
       await post('x'.repeat(1024 * 1024));
       await post('third question');
     `;
-    const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
+    const bin = builtCli();
     const args = ['run', '--sim', '--no-warm-up', '--capture', 'full', '--dir', dir, '--', process.execPath];
     const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const child = spawn(

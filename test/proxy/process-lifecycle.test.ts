@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readCaptures } from '../../src/capture/capture-reader.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { messagesBody } from '../sim/helpers.js';
+import { needsBuild } from '../suite.js';
 import { startCliProxy } from './cli-proxy.js';
 import { API_KEY } from './helpers.js';
 
@@ -134,7 +135,7 @@ describe('what reaches the capture when the proxy process dies', () => {
 });
 
 describe('what a kill -9 loses of the records the capture writer took', () => {
-  const child = join(import.meta.dirname, 'capture-writer-child.mjs');
+  const child = needsBuild(join(import.meta.dirname, 'capture-writer-child.mjs'));
   it.each([
     [40_000, '40 KB'],
     [2_500_000, '2.5 MB'],

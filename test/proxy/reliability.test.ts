@@ -26,6 +26,7 @@ import { NotListeningError } from '../../src/core/listen.js';
 import { createProxy, ProxyConfigError } from '../../src/proxy/create-proxy.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { EPHEMERAL, messagesBody } from '../sim/helpers.js';
+import { builtCli } from '../suite.js';
 import { API_KEY, nextLiveRequest, startProxy } from './helpers.js';
 
 type Json = Record<string, unknown>;
@@ -314,7 +315,7 @@ describe('crash safety', () => {
     const sim = createSimulator({ maxBodyBytes: 64 * 1024 * 1024 });
     const simUrl = await sim.listen();
     const dir = join(mkdtempSync(join(tmpdir(), 'cacheward-kill-')), 'captures');
-    const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
+    const bin = builtCli();
     const child = spawn(
       process.execPath,
       [bin, 'proxy', '--port', '0', '--upstream', simUrl, '--dir', dir, '--capture', 'full'],

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.js';
 import { createSimulator } from '../../src/sim/simulator.js';
+import { builtCli } from '../suite.js';
 import { EPHEMERAL, messagesBody, startSim } from './helpers.js';
 
 const h = await startSim();
@@ -128,7 +128,7 @@ describe('in-process fetch', () => {
 
 /** Starts the built CLI's `sim` with `args`; resolves to the child and the base URL its first line names. */
 async function startCliSim(args: string[]) {
-  const bin = join(import.meta.dirname, '../../dist/cli/bin.js');
+  const bin = builtCli();
   const child = spawn(process.execPath, [bin, 'sim', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { TTL_1H } from '../../src/cache/anthropic-rules.js';
 import { OPENAI_TTL_24H } from '../../src/cache/openai-cache.js';
 import { LruMap } from '../../src/core/lru-map.js';
-import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { PrefixBuilder } from '../../src/prefix/build-prefix.js';
+import { agentConversation, appendUserTurn } from '../../src/sim/agent-conversation.js';
 import { FixStateStore } from '../../src/state/fix-state-store.js';
 import { MemoryProxyState } from '../../src/state/memory-proxy-state.js';
 

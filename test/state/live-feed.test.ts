@@ -5,9 +5,9 @@
 
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CaptureRecord, capturePrefix } from '../../src/capture/capture-record.js';
-import { agentConversation, appendUserTurn } from '../../src/demo/agent-conversation.js';
 import { PrefixBuilder } from '../../src/prefix/build-prefix.js';
+import { type CaptureRecord, capturePrefix } from '../../src/record/capture-record.js';
+import { agentConversation, appendUserTurn } from '../../src/sim/agent-conversation.js';
 import { ParentFirst } from '../../src/state/parent-first.js';
 import { RedisLiveFeed } from '../../src/state/redis-live-feed.js';
 import { RedisLiveness } from '../../src/state/redis-liveness.js';

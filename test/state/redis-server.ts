@@ -6,6 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fullSuiteOnly } from '../suite.js';
 
 export interface RedisServer {
   port: number;
@@ -45,6 +46,7 @@ export interface StartRedisOptions {
 }
 
 export async function startRedis(options: StartRedisOptions = {}): Promise<RedisServer> {
+  fullSuiteOnly('redis-server');
   if (!redisInstalled())
     throw new Error(
       "redis-server is not installed: run 'bash scripts/ensure-redis.sh' (npm test does) or apt-get install redis-server",

@@ -1,12 +1,13 @@
 // `cacheward proxy`: the capturing proxy. A thin shell over createProxy: it parses options, prints the
 // base URL first, and on SIGINT/SIGTERM (or stdout closing) stops taking requests and flushes the capture.
+// It never touches traffic itself: everything on the request path is createProxy's.
 
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { lineLogger } from '../../core/logger.js';
 import { type LiveRequest, liveLogLine } from '../../proxy/live-analysis.js';
 import type { CliIO } from '../io.js';
-import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-options.js';
+import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-flags.js';
 import { runCaptureFiles } from '../run-captures.js';
 import { shellQuote } from '../shell-quote.js';
 import { waitForStop } from '../stop-signal.js';

@@ -1,6 +1,6 @@
 // `cacheward report PATH` and `cacheward whatif PATH`: what happened, what it cost, and what it would have
 // cost with other settings, from captures or agent transcripts. Thin shells over analyzePaths; warnings and
-// progress go to stderr.
+// progress go to stderr, never into the report on stdout; they never write to the inputs.
 
 import { stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';

@@ -11,7 +11,7 @@ import { loadPriceFile } from '../../report/price-file.js';
 import { createSimulator, type Simulator } from '../../sim/simulator.js';
 import { type EgressAttempt, type EgressGuard, guardedEnv, startEgressGuard } from '../egress-guard.js';
 import { type CliIO, styles } from '../io.js';
-import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-options.js';
+import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-flags.js';
 import { InputError } from '../read-request-file.js';
 import { runCaptureFiles } from '../run-captures.js';
 import { runChild } from '../run-child.js';

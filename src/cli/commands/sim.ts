@@ -1,5 +1,6 @@
 // `cacheward sim`: the offline provider simulator on 127.0.0.1. A thin shell over createSimulator:
 // it reads the script file, prints the base URL first, and stops cleanly on SIGINT/SIGTERM or when stdout closes.
+// It never binds beyond loopback unless --host asks for it.
 
 import { type Command, Option } from 'commander';
 import { lineLogger } from '../../core/logger.js';

@@ -1,7 +1,7 @@
 // An abstract agent conversation (tools, system prompt, items, parameters) and the body each wire format
 // sends for it: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses. Pure: no I/O, no clock.
 
-import { seededRandom } from '../../../src/demo/agent-conversation.js';
+import { seededRandom } from '../../../src/sim/agent-conversation.js';
 
 export type Json = Record<string, unknown>;
 export type Format = 'anthropic' | 'chat' | 'responses';

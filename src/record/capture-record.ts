@@ -2,12 +2,12 @@
 // In `hashes` mode it holds no prompt text: identities, sizes, token estimates and small parameters only.
 
 import { hash } from 'node:crypto';
+import type { CapturedConversation } from '../conversation/conversation-tracker.js';
 import type { FixNote } from '../fixes/fix.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
 import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { NormalizedUsage } from '../wire/usage.js';
-import type { StoredBody } from './body-delta.js';
 
 export type CaptureMode = 'off' | 'hashes' | 'full';
 
@@ -79,15 +79,23 @@ export interface CapturedPrefix {
   unrecorded?: UnrecordedPart[];
 }
 
-/** Where the conversation model put the request when the proxy saw it (the client's own bytes). */
-export interface CapturedConversation {
-  id: string;
-  relation: 'continues' | 'fork' | 'sibling' | 'new';
-  parent?: string;
-  turn: number;
-}
-
+export type { CapturedConversation } from '../conversation/conversation-tracker.js';
 export type { FixNote } from '../fixes/fix.js';
+
+/** A stored body: whole (`base` absent) or the middle bytes between a shared prefix and suffix of `base`. */
+export interface StoredBody {
+  /** The record id of the previous body of the session, when this is a delta. */
+  base?: string;
+  /** Bytes shared with the base at the start and at the end. */
+  prefix?: number;
+  suffix?: number;
+  /** The stored bytes: UTF-8 text, or base64 when they are not valid UTF-8. */
+  text?: string;
+  b64?: string;
+  /** Length and sha256 (base64) of the whole body, checked on reconstruction. */
+  size: number;
+  sha256: string;
+}
 
 /** One exchange. Times are ms since the epoch on the proxy's clock. */
 export interface CaptureRecord {

@@ -1,4 +1,4 @@
-// The options `cacheward proxy` and `cacheward run` share, parsed into createProxy options, and starting it.
+// The flags `cacheward proxy` and `cacheward run` share, parsed into createProxy options, and starting it.
 // Every value is checked before anything listens; a failure to start is one line, never a stack trace.
 
 import { type Command, Option } from 'commander';
@@ -228,7 +228,7 @@ export async function startProxy(options: CliProxyOptions): Promise<CachewardPro
         `warm-up stopped (${warmed.error}): the first requests run cold (it needs a writable TMPDIR; --no-warm-up skips it)`,
       );
     // What the throwaway proxy and simulator allocated is garbage now: one compacting collection gives its
-    // pages back before anything listens (~20-30 MB of RSS otherwise held while idle).
+    // pages back before anything listens (RSS otherwise held while idle).
     fullCollect(true);
   }
   try {
