@@ -94,7 +94,7 @@ export interface MemoryReleaseOptions {
  * says an exchange is open, a forced collection waits (it stalled another client's stream for 180-440 ms
  * after a 100,000-message body); the idle one waits 30 s, so a request seldom meets its pause.
  */
-export class MemoryRelease {
+export class MemoryRelease implements MemoryHooks {
   private timer: NodeJS.Timeout | undefined;
   /** The check for idleness, armed while exchanges end. */
   private idleTimer: NodeJS.Timeout | undefined;
@@ -211,6 +211,24 @@ export class MemoryRelease {
     this.idleTimer = undefined;
   }
 }
+
+/** What an exchange's end tells about memory: a {@link MemoryRelease}, or nothing when the proxy runs none. */
+export interface MemoryHooks {
+  afterLargeBody(bytes: number): void;
+  afterExchange(): void;
+  readonly collections: number;
+  readonly longestMs: number;
+  stop(): void;
+}
+
+/** The hooks of a proxy that leaves collection to V8 (the library's default). */
+export const NO_RELEASE: MemoryHooks = {
+  afterLargeBody: () => {},
+  afterExchange: () => {},
+  collections: 0,
+  longestMs: 0,
+  stop: () => {},
+};
 
 /** What `/_cacheward/health` says about memory: the process's, and the state's size against its bound. */
 export interface ProcessMemory {

@@ -25,7 +25,7 @@ import { fixRequest } from './fix-request.js';
 import { upstreamOf, webHeaders } from './forward-headers.js';
 import { type ForwardFacts, forwardUpstream } from './forward-upstream.js';
 import type { LiveAnalysis } from './live-analysis.js';
-import type { MemoryRelease } from './memory-release.js';
+import type { MemoryHooks } from './memory-release.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 import { tapRequestBody } from './request-body-tap.js';
 import type { WorkSlices } from './work-slices.js';
@@ -40,7 +40,7 @@ export interface HandlerDeps {
   recorder: ExchangeRecorder;
   live: LiveAnalysis;
   metrics: ProxyMetrics;
-  memory: MemoryRelease;
+  memory: MemoryHooks;
   admission: Admission;
   agent: Agent;
   admin: AdminRoutes;
