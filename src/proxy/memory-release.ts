@@ -35,8 +35,7 @@ function collector(): (() => void) | undefined {
 /**
  * V8's full collection, compacting or not. V8's own full collections move objects off only the few pages
  * they pick, so a heap whose bounded caches died scattered over hundreds of pages keeps them all committed
- * (at 30,000 conversations: 228 MB committed for 99 MB live, and still so 20 s later; compacted, 134 MB).
- * Compacting costs about twice a plain collection (copying every live object).
+ * long after. Compacting costs more than a plain collection (it copies every live object).
  */
 export function fullCollect(compact: boolean): void {
   const collect = collector();
@@ -87,12 +86,13 @@ export interface MemoryReleaseOptions {
 }
 
 /**
- * Why this exists: V8 frees a finished 40 MB body only at its next major collection, and an idle proxy
- * allocates too little to trigger one, so its RSS stayed hundreds of MB above normal for minutes. A busy
- * proxy allocates enough for V8's own (incremental) collections, but those leave committed the pages that
- * dead objects were scattered over, and V8's memory reducer does not give them back either. While `busy()`
- * says an exchange is open, a forced collection waits (it stalled another client's stream for 180-440 ms
- * after a 100,000-message body); the idle one waits 30 s, so a request seldom meets its pause.
+ * Why this exists: V8 frees a finished large body only at its next major collection, and an idle proxy
+ * allocates too little to trigger one, so its RSS stays far above normal for minutes. A busy proxy
+ * allocates enough for V8's own (incremental) collections, but those leave committed the pages that dead
+ * objects were scattered over, and V8's memory reducer does not give them back either. While `busy()`
+ * says an exchange is open, a forced collection waits (its pause would stall another client's stream);
+ * the idle one waits 30 s, so a request seldom meets its pause. The process owner's choice
+ * (`releaseMemory`): the CLI turns it on, a library user's process keeps its own collector.
  */
 export class MemoryRelease implements MemoryHooks {
   private timer: NodeJS.Timeout | undefined;
