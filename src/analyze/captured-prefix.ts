@@ -71,8 +71,10 @@ export class CapturedPrefixReuse {
       if (n > lo) {
         lo = n;
         prev = c;
-        // Every block shared: no later chain can share more (the first to share the most is taken).
-        if (n === captured.length) break;
+        // Every block shared, or every block of the chain's record but its last (the next turn of the
+        // conversation it holds, which its keep put first): taken at once. A reuse only shares objects, so
+        // a chain further on that shares more would give the same prefix.
+        if (n === captured.length || n >= c.captured.length - 1) break;
       }
     }
     if (!list || !prev) return { captured: [], blocks: [], states: [], shared: 0, chain: undefined };
