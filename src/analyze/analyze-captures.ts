@@ -298,6 +298,42 @@ function sharedBlocks(a: readonly PrefixBlock[], b: readonly PrefixBlock[]): Sha
   return NOT_SHARED;
 }
 
+/** Whether two blocks are equal in every field a block has (the same content at the same place). */
+function sameBlock(a: PrefixBlock, b: PrefixBlock): boolean {
+  return (
+    a.hash === b.hash &&
+    a.index === b.index &&
+    a.contentHash === b.contentHash &&
+    a.span.start === b.span.start &&
+    a.span.end === b.span.end &&
+    a.cumulativeTokens === b.cumulativeTokens &&
+    a.transcript === b.transcript &&
+    a.emptyText === b.emptyText &&
+    a.cacheControl?.type === b.cacheControl?.type &&
+    a.cacheControl?.ttl === b.cacheControl?.ttl
+  );
+}
+
+/**
+ * Puts `a`'s block in `b`'s place wherever the two are equal (see {@link sameBlock}), up to the first block
+ * whose cumulative key differs (none after it can be equal); returns whether any was put in.
+ */
+function adoptEqualBlocks(a: readonly PrefixBlock[], b: PrefixBlock[]): boolean {
+  const n = Math.min(a.length, b.length);
+  let adopted = false;
+  for (let i = 0; i < n; i++) {
+    const x = a[i] as PrefixBlock;
+    const y = b[i] as PrefixBlock;
+    if (x === y) continue;
+    if (x.hash !== y.hash) break;
+    if (sameBlock(x, y)) {
+      b[i] = x;
+      adopted = true;
+    }
+  }
+  return adopted;
+}
+
 /** A recent request's prefix, whole (its blocks put together again when a later request's array holds them). */
 function prefixOf(seen: Seen): Prefix {
   const line = seen.line.blocks;
@@ -328,6 +364,8 @@ const REPORT_EXPIRED = 2 * 4 * RECENT;
  * against the line's tip). (50,000 requests and 250,000 keys were 62 MB of a report's 100,000 requests.)
  */
 const REPORT_STORE = { maxRequests: 5 * RECENT, maxKeys: 25 * RECENT };
+/** A bounded (live) analysis's conversation model keeps this many requests of each conversation. */
+const REQUESTS_PER_CONVERSATION = 4;
 
 /** The analysis over a stream of records. */
 export async function analyzeRecords(
@@ -404,6 +442,7 @@ export class Analyzer {
             maxConversations: b.conversations,
             maxRequests: b.conversations * 4,
             maxKeys: b.conversations * 16,
+            maxRequestsPerConversation: REQUESTS_PER_CONVERSATION,
           }
         : REPORT_STORE,
     );
@@ -615,7 +654,11 @@ export class Analyzer {
     }
     const line = parent && this.recent.get(parent.id) === parent ? parent.line : undefined;
     const blocks = seen.prefix.blocks;
-    const range = line ? sharedBlocks(line.blocks, blocks) : NOT_SHARED;
+    let range = line ? sharedBlocks(line.blocks, blocks) : NOT_SHARED;
+    // Records built apart (the live analysis: each exchange's blocks are its own objects) share no objects
+    // with their parent: its equal blocks stand in for theirs, so the conversation's records hold one array.
+    if (line && !canTakeOver(line, range) && adoptEqualBlocks(line.blocks, blocks))
+      range = sharedBlocks(line.blocks, blocks);
     if (line && canTakeOver(line, range)) {
       const before = line.blocks.length;
       // The former latest keeps what the new array shares with it, and its own first and last blocks.
@@ -630,6 +673,18 @@ export class Analyzer {
     seen.line.latest = seen;
     seen.line.members++;
     this.recent.set(seen.id, seen);
+    // A bounded analysis keeps what follows its conversations, not its traffic: a request that continues
+    // its parent's line takes its place (a fork, a retry or a sibling keeps the parent it came from).
+    if (
+      this.options.bounds &&
+      parent &&
+      seen.row.relation === 'continues' &&
+      parent.conversation === seen.conversation &&
+      this.recent.get(parent.id) === parent
+    ) {
+      this.recent.delete(parent.id);
+      this.leave(parent);
+    }
     while (this.recent.size > this.maxRecent || (this.recentBlocks > RECENT_BLOCKS && this.recent.size > 1)) {
       const oldest = this.recent.values().next().value;
       if (oldest === undefined) break;

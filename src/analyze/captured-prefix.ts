@@ -71,8 +71,10 @@ export class CapturedPrefixReuse {
       if (n > lo) {
         lo = n;
         prev = c;
-        // Every block shared: no later chain can share more (the first to share the most is taken).
-        if (n === captured.length) break;
+        // Every block shared, or every block of the chain's record but its last (the next turn of the
+        // conversation it holds, which its keep put first): taken at once. A reuse only shares objects, so
+        // a chain further on that shares more would give the same prefix.
+        if (n === captured.length || n >= c.captured.length - 1) break;
       }
     }
     if (!list || !prev) return { captured: [], blocks: [], states: [], shared: 0, chain: undefined };
@@ -240,7 +242,7 @@ export function* prefixFromCaptureSteps(
     const b = captured.blocks[i] as CapturedBlock;
     cumulative += b.tokens;
     const twin = i < from;
-    if (twin && prior[i] === b) {
+    if (twin && (prior[i] === b || sameCaptured(prior[i] as CapturedBlock, b))) {
       blocks[i] = before[i] as PrefixBlock;
       continue;
     }
@@ -333,6 +335,22 @@ export function* prefixFromCaptureSteps(
 }
 
 const NO_CAPTURED: readonly CapturedBlock[] = [];
+
+/**
+ * Whether two captured blocks with the same cumulative key (the same content up to them) make the same
+ * block: at the same offset, of the same size and with the same cache marker. Records captured apart (the
+ * live analysis: each exchange's blocks are objects of its own) so share their conversation's blocks.
+ */
+function sameCaptured(a: CapturedBlock, b: CapturedBlock): boolean {
+  return (
+    a.at === b.at &&
+    a.size === b.size &&
+    a.id === b.id &&
+    a.cc?.type === b.cc?.type &&
+    a.cc?.ttl === b.cc?.ttl &&
+    a.empty === b.empty
+  );
+}
 
 /**
  * A chain no list holds any more lets go of its arrays: the record it was built for may still hold the

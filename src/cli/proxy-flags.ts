@@ -194,7 +194,8 @@ export async function startProxy(options: CliProxyOptions): Promise<CachewardPro
   tuneHeapForProxy();
   let proxy: CachewardProxy;
   try {
-    proxy = createProxy(rest);
+    // The process is the proxy's own: it gives memory back after large bodies and when idle.
+    proxy = createProxy({ ...rest, releaseMemory: true });
   } catch (err) {
     throw new InputError((err as Error).message);
   }

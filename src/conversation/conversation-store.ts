@@ -96,6 +96,13 @@ export interface MemoryConversationStoreOptions {
    * is kept beside it by request id (fix state) goes too.
    */
   onForget?: (request: string) => void;
+  /**
+   * The most requests kept of one conversation (default: no bound but `maxRequests`): past it the oldest
+   * that is not the tip goes, and the message ends it indexed are found through the request that continued
+   * it (the same content up to them, the same cache key there). What is kept then follows the
+   * conversations, not the traffic.
+   */
+  maxRequestsPerConversation?: number;
 }
 
 /** What survives a restart: each recent conversation's latest request, enough to continue it. */
@@ -126,6 +133,7 @@ export class MemoryConversationStore implements ConversationStore {
   private readonly members = new Map<string, string[]>();
   private readonly passingKeys = new Map<string, string[]>();
   private readonly onForget: ((request: string) => void) | undefined;
+  private readonly perConversation: number;
   /** The expiry given to what is written from now on (see {@link stamp}); none: kept until pushed out. */
   private expiresAt: number | undefined;
 
@@ -134,6 +142,7 @@ export class MemoryConversationStore implements ConversationStore {
     const maxKeys = options.maxKeys ?? 1_000_000;
     const maxConversations = options.maxConversations ?? maxRequests;
     this.onForget = options.onForget;
+    this.perConversation = Math.max(2, options.maxRequestsPerConversation ?? Number.POSITIVE_INFINITY);
     this.requests = new LruMap(maxRequests, (id, node) => this.forgetRequest(id, node));
     this.conversations = new LruMap(maxConversations, (id) => this.forgetConversation(id));
     this.endings = new LruMap(maxKeys);
@@ -259,8 +268,36 @@ export class MemoryConversationStore implements ConversationStore {
       const held = this.members.get(node.conversation);
       if (held) held.push(node.id);
       else this.members.set(node.conversation, [node.id]);
+      if (held && held.length > this.perConversation) this.trim(node, held);
     }
     this.requests.set(node.id, node, this.expiresAt);
+  }
+
+  /**
+   * A conversation holds more requests than it may: its oldest that is neither its tip, `added` nor
+   * `added`'s parent goes. The message ends it indexed are handed to the request that continued it when
+   * that one agreed with it (same tools, system and parameters: the same cache key at each of them).
+   */
+  private trim(added: RequestNode, held: string[]): void {
+    const tip = this.conversations.peek(added.conversation)?.tip;
+    const old = held.find((r) => r !== tip && r !== added.id && r !== added.parent);
+    if (old === undefined) return;
+    const node = this.requests.peek(old);
+    const next = node?.next !== undefined ? this.requests.peek(node.next) : undefined;
+    const keys = this.passingKeys.get(old);
+    if (next && next.parent === old && next.agreed && keys && this.listedUnder.has(next.id)) {
+      this.passingKeys.delete(old);
+      const mine = this.passingKeys.get(next.id) ?? [];
+      for (const key of keys) {
+        const entry = this.passing.peek(key);
+        if (entry?.request !== old) continue;
+        entry.request = next.id;
+        mine.push(key);
+      }
+      this.passingKeys.set(next.id, mine);
+    }
+    this.requests.delete(old);
+    this.forgetRequest(old, node);
   }
   conversation(id: string): ConversationInfo | undefined {
     return this.conversations.get(id);

@@ -45,7 +45,8 @@ function* pinSteps(req: FixRequest, state: PinState): Generator<void, FixResult<
     if (!state.messages.some((cm) => cm.ids.length > 0)) return { state: { messages: shapes }, notes: [] };
     // Already canonical implies the units extend the canonical ones: the cheap test (shared shape objects
     // for unchanged messages) goes first.
-    if (alreadyCanonical(state, shapes)) return { state: { messages: shapes }, notes: [] };
+    if (alreadyCanonical(state, shapes))
+      return { state: { messages: withCanonical(state.messages, shapes) }, notes: [] };
     if (!unitsExtend(state, shapes))
       return {
         state: { messages: shapes },
@@ -244,6 +245,24 @@ function runPatch(items: readonly ScanNode[], run: { from: number; to: number; t
  * Whether the client's history starts with the canonical one message by message (same roles, same units):
  * then nothing is reshaped and the state is the client's shapes. An empty canonical history is not.
  */
+/**
+ * `shapes` with each message equal in every field to the canonical one at its place given as that very
+ * object: a conversation's states so hold one object per message between them, not one per request (the
+ * scan hands over equal shapes as one object only where it took the earlier body's nodes over).
+ */
+function withCanonical(canonical: readonly MessageShape[], shapes: MessageShape[]): MessageShape[] {
+  let out: MessageShape[] | undefined;
+  for (let k = 0; k < canonical.length && k < shapes.length; k++) {
+    const cm = canonical[k] as MessageShape;
+    const m = shapes[k] as MessageShape;
+    if (m === cm || m.role !== cm.role || m.string !== cm.string || m.ids.length !== cm.ids.length) continue;
+    if (!cm.ids.every((id, j) => m.ids[j] === id)) continue;
+    out ??= shapes.slice();
+    out[k] = cm;
+  }
+  return out ?? shapes;
+}
+
 function alreadyCanonical(state: PinState, shapes: readonly MessageShape[]): boolean {
   const canonical = state.messages;
   if (canonical.length === 0 || canonical.length > shapes.length) return false;

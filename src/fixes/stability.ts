@@ -14,6 +14,19 @@ export interface ForwardedPair {
   forwarded: KeyedBlocks;
 }
 
+/**
+ * A pair as the guard keeps it for the requests after it: each block's key and cumulative tokens only (not
+ * the prefix model's whole blocks, with their spans and tool parts), a block both sides share kept once.
+ */
+export function keyedPair(pair: ForwardedPair): ForwardedPair {
+  const keyed = (b: KeyedBlocks[number]) => ({ hash: b.hash, cumulativeTokens: b.cumulativeTokens });
+  const client = pair.client.map(keyed);
+  const forwarded = pair.forwarded.map((b, i) =>
+    pair.client[i] === b ? (client[i] as KeyedBlocks[number]) : keyed(b),
+  );
+  return { client, forwarded };
+}
+
 /** How much each side keeps and loses of the parent's prefix, and whether the fix lost more. */
 export interface StabilityCheck {
   /** Tokens the client's request shares with the parent's client request, and the parent's tokens it loses. */

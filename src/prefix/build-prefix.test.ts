@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicFixture, openaiChatFixture, openaiResponsesFixture } from '../../test/fixtures/requests.js';
 import { agentConversation, appendUserTurn } from '../sim/agent-conversation.js';
-import { PrefixBuilder, parsePrefix } from './build-prefix.js';
+import { KEPT_BODIES, PrefixBuilder, parsePrefix } from './build-prefix.js';
 import { firstDivergence } from './first-divergence.js';
 
 const json = (v: unknown) => JSON.stringify(v);
@@ -316,7 +316,8 @@ describe('PrefixBuilder kept bodies', () => {
   const bytes = (v: unknown) => Buffer.from(json(v));
 
   it('extends each of many interleaved conversations from its own previous body', () => {
-    const builder = new PrefixBuilder();
+    // Kept bodies enough for 24 interleaved conversations (the default keeps a few: see KEPT_BODIES).
+    const builder = new PrefixBuilder({ keep: { bodies: 64, bytes: 32 * 1024 * 1024 } });
     const convs = Array.from({ length: 24 }, (_, i) => agentConversation({ turns: 4, seed: 100 + i }));
     const last = convs.map((c) => builder.parse(bytes(c)));
     for (let round = 0; round < 3; round++) {
@@ -394,7 +395,7 @@ describe('PrefixBuilder kept bodies', () => {
     expect(again.keptSize()).toEqual({ bodies: 1, bytes: size });
     const defaults = new PrefixBuilder();
     for (let i = 0; i < 70; i++) defaults.parse(bytes(agentConversation({ turns: 1, seed: 1000 + i })));
-    expect(defaults.keptSize().bodies).toBe(64);
+    expect(defaults.keptSize().bodies).toBe(KEPT_BODIES);
     defaults.forget();
     expect(defaults.keptSize()).toEqual({ bodies: 0, bytes: 0 });
   });

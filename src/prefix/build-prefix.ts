@@ -239,15 +239,18 @@ export function paramField(format: WireFormat, name: string): string | undefined
 export interface PrefixBuilderOptions extends UnitReaderOptions {
   /**
    * Bodies kept to extend from: at most `bodies` of them holding at most `bytes` of body bytes (the newest
-   * two are always kept). Defaults: 64 bodies, 32 MB (about three times that in memory, with their scans).
+   * two are always kept). Defaults: 8 bodies, 8 MB (about three times that in memory, with their scans).
    */
   keep?: { bodies?: number; bytes?: number };
 }
 
-/** Default bound on the bodies a builder keeps to extend from: enough for 32 interleaved conversations
- * each with its client and forwarded body. */
-export const KEPT_BODIES = 64;
-export const KEPT_BYTES = 32 * 1024 * 1024;
+/**
+ * Default bound on the bodies a builder keeps to extend from: a few interleaved conversations, each with its
+ * client and forwarded body. What is kept is a body's bytes and its scan, not its conversation's: more
+ * conversations than this interleaved are each parsed whole (docs/performance.md has the trade).
+ */
+export const KEPT_BODIES = 8;
+export const KEPT_BYTES = 8 * 1024 * 1024;
 
 /**
  * Builds prefixes. Keep one per process (or per analysis) so block identities are remembered across

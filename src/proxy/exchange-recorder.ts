@@ -14,11 +14,11 @@ import {
 } from '../record/capture-record.js';
 import { drainSteps } from '../wire/json-scan.js';
 import { formatFromRoute } from '../wire/request-body.js';
-import type { StreamSummary } from '../wire/sse-stream.js';
+import { type StreamSummary, summarizeResponse } from '../wire/sse-stream.js';
 import { LARGE_BODY_BYTES } from './memory-release.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 import { ResponseChains } from './response-chains.js';
-import { type ResponseFacts, ResponseTap } from './response-tap.js';
+import type { ResponseFacts } from './response-tap.js';
 
 /** Everything known about one exchange once it is over. */
 export interface ExchangeFacts {
@@ -130,7 +130,7 @@ export class ExchangeRecorder {
     const summary: Partial<StreamSummary> | undefined = f.response?.summary
       ? f.response.summary
       : f.response?.json
-        ? ResponseTap.fromJson(format, f.response.json)
+        ? summarizeResponse(format, f.response.json)
         : undefined;
     let tracked = f.tracked;
     const raw = prefix;

@@ -35,8 +35,7 @@ function collector(): (() => void) | undefined {
 /**
  * V8's full collection, compacting or not. V8's own full collections move objects off only the few pages
  * they pick, so a heap whose bounded caches died scattered over hundreds of pages keeps them all committed
- * (at 30,000 conversations: 228 MB committed for 99 MB live, and still so 20 s later; compacted, 134 MB).
- * Compacting costs about twice a plain collection (copying every live object).
+ * long after. Compacting costs more than a plain collection (it copies every live object).
  */
 export function fullCollect(compact: boolean): void {
   const collect = collector();
@@ -87,14 +86,15 @@ export interface MemoryReleaseOptions {
 }
 
 /**
- * Why this exists: V8 frees a finished 40 MB body only at its next major collection, and an idle proxy
- * allocates too little to trigger one, so its RSS stayed hundreds of MB above normal for minutes. A busy
- * proxy allocates enough for V8's own (incremental) collections, but those leave committed the pages that
- * dead objects were scattered over, and V8's memory reducer does not give them back either. While `busy()`
- * says an exchange is open, a forced collection waits (it stalled another client's stream for 180-440 ms
- * after a 100,000-message body); the idle one waits 30 s, so a request seldom meets its pause.
+ * Why this exists: V8 frees a finished large body only at its next major collection, and an idle proxy
+ * allocates too little to trigger one, so its RSS stays far above normal for minutes. A busy proxy
+ * allocates enough for V8's own (incremental) collections, but those leave committed the pages that dead
+ * objects were scattered over, and V8's memory reducer does not give them back either. While `busy()`
+ * says an exchange is open, a forced collection waits (its pause would stall another client's stream);
+ * the idle one waits 30 s, so a request seldom meets its pause. The process owner's choice
+ * (`releaseMemory`): the CLI turns it on, a library user's process keeps its own collector.
  */
-export class MemoryRelease {
+export class MemoryRelease implements MemoryHooks {
   private timer: NodeJS.Timeout | undefined;
   /** The check for idleness, armed while exchanges end. */
   private idleTimer: NodeJS.Timeout | undefined;
@@ -211,6 +211,24 @@ export class MemoryRelease {
     this.idleTimer = undefined;
   }
 }
+
+/** What an exchange's end tells about memory: a {@link MemoryRelease}, or nothing when the proxy runs none. */
+export interface MemoryHooks {
+  afterLargeBody(bytes: number): void;
+  afterExchange(): void;
+  readonly collections: number;
+  readonly longestMs: number;
+  stop(): void;
+}
+
+/** The hooks of a proxy that leaves collection to V8 (the library's default). */
+export const NO_RELEASE: MemoryHooks = {
+  afterLargeBody: () => {},
+  afterExchange: () => {},
+  collections: 0,
+  longestMs: 0,
+  stop: () => {},
+};
 
 /** What `/_cacheward/health` says about memory: the process's, and the state's size against its bound. */
 export interface ProcessMemory {

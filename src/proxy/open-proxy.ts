@@ -23,7 +23,7 @@ import { ForwardProxy, forwardSettings } from './forward-proxy.js';
 import { HostCheck } from './host-check.js';
 import type { LiveAnalysis } from './live-analysis.js';
 import { LiveEvents } from './live-events.js';
-import { MemoryRelease, processMemory } from './memory-release.js';
+import { type MemoryHooks, MemoryRelease, NO_RELEASE, processMemory } from './memory-release.js';
 import { OriginCheck } from './origin-check.js';
 import { listenHost, type ProxyConfig } from './proxy-config.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
@@ -88,10 +88,13 @@ export async function openProxy(
   });
   // Exchanges whose response has not finished: a forced collection waits until there are none.
   let open = 0;
-  const memory = new MemoryRelease({
-    settled: () => writer.flush(),
-    busy: (): boolean => open > 0 || slices.pending > 0 || relay.busy,
-  });
+  // Forced collections are the process owner's choice (the CLI's): a library user's collector is left alone.
+  const memory: MemoryHooks = options.releaseMemory
+    ? new MemoryRelease({
+        settled: () => writer.flush(),
+        busy: (): boolean => open > 0 || slices.pending > 0 || relay.busy,
+      })
+    : NO_RELEASE;
   const builder = new PrefixBuilder();
   const recorder = new ExchangeRecorder({ writer, metrics, builder, conversations: state.local });
   // Causes for the page, the log, the metrics and OTLP: the report's analyzer, after each response ended.

@@ -74,6 +74,12 @@ export interface ProxyOptions {
    * CONNECT is tunneled unread. `true` for the defaults.
    */
   forward?: boolean | ForwardOptions;
+  /**
+   * Gives memory back to the system with V8 full collections of its own: after a body of many megabytes,
+   * and when idle with far more heap committed than live (memory-release.ts). Off by default: a library
+   * user's process keeps the collector it has; `cacheward proxy` and `run` turn it on.
+   */
+  releaseMemory?: boolean;
 }
 
 /** A proxy: `await proxy.listen()`, send traffic to `proxy.url`, `await proxy.close()`. */

@@ -25,7 +25,7 @@ import { fixRequest } from './fix-request.js';
 import { upstreamOf, webHeaders } from './forward-headers.js';
 import { type ForwardFacts, forwardUpstream } from './forward-upstream.js';
 import type { LiveAnalysis } from './live-analysis.js';
-import type { MemoryRelease } from './memory-release.js';
+import type { MemoryHooks } from './memory-release.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 import { tapRequestBody } from './request-body-tap.js';
 import type { WorkSlices } from './work-slices.js';
@@ -40,7 +40,7 @@ export interface HandlerDeps {
   recorder: ExchangeRecorder;
   live: LiveAnalysis;
   metrics: ProxyMetrics;
-  memory: MemoryRelease;
+  memory: MemoryHooks;
   admission: Admission;
   agent: Agent;
   admin: AdminRoutes;
@@ -184,7 +184,7 @@ export function createRequestHandler(
       setImmediate(() => {
         if (!format && !forwarded.length) return;
         // Keys set in order, then the forward's facts assigned (a spread followed by more keys, or of
-        // `facts` after them, takes Node 20's slower path: ~1.5 µs per exchange). The same object.
+        // `facts` after them, takes Node 20's slower path). The same object.
         const exchange: ExchangeFacts = {
           id,
           provider: format ? provider : ('unknown' as const),

@@ -1,11 +1,11 @@
-// Watches a response as it streams past: SSE events into a stream reader, or a JSON body kept (bounded)
-// for its usage. It only observes chunks the client is already getting; it never delays or alters one.
+// Watches a response as it streams past: SSE events into the wire's stream reader, or a JSON body kept
+// (bounded) for the wire's summarizeResponse. It only observes chunks the client is already getting; it
+// never reads a provider's fields itself, never delays or alters a chunk.
 
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { WireFormat } from '../wire/request-body.js';
 import { createStreamReader, type StreamReader, type StreamSummary } from '../wire/sse-stream.js';
-import { normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 
 /** What the tap learned from a response. */
 export interface ResponseFacts {
@@ -97,37 +97,5 @@ export class ResponseTap {
     }
     if (this.error) facts.error = this.error;
     return facts;
-  }
-
-  /** The usage, id, stop reason and diagnostics of a non-streamed JSON response. */
-  static fromJson(format: WireFormat | undefined, json: Record<string, unknown>): Partial<StreamSummary> {
-    const out: Partial<StreamSummary> = {};
-    if (typeof json.id === 'string') out.id = json.id;
-    if (typeof json.model === 'string') out.model = json.model;
-    const usage = json.usage;
-    if (usage && typeof usage === 'object') {
-      out.usage = usage as Record<string, unknown>;
-      const n =
-        format === 'anthropic-messages' ? normalizeAnthropicUsage(usage) : normalizeOpenAIUsage(usage);
-      if (n) out.normalizedUsage = n;
-    }
-    if (format === 'anthropic-messages') {
-      if (typeof json.stop_reason === 'string') out.stopReason = json.stop_reason;
-      if ('diagnostics' in json) out.diagnostics = json.diagnostics;
-    } else if (format === 'openai-chat') {
-      const choice = Array.isArray(json.choices)
-        ? (json.choices[0] as Record<string, unknown> | undefined)
-        : undefined;
-      if (typeof choice?.finish_reason === 'string') out.stopReason = choice.finish_reason;
-    } else if (format === 'openai-responses') {
-      if (typeof json.status === 'string') out.stopReason = json.status;
-      if ('prompt_cache_diagnostics' in json) out.diagnostics = json.prompt_cache_diagnostics;
-    }
-    const err = json.error;
-    if (err && typeof err === 'object') {
-      const e = err as Record<string, unknown>;
-      out.error = { type: String(e.type ?? e.code ?? 'error'), message: String(e.message ?? '') };
-    }
-    return out;
   }
 }

@@ -31,8 +31,8 @@ export interface WarmUpResult {
 
 /**
  * How many times the requests are sent (each time another conversation): a first call only compiles a
- * function, V8 optimizes it after more. Five rounds took the first real exchange's longest after-response
- * slice from 15–16.5 ms to 2.7–3.5 for 0.3–0.4 s more start-up (bench/cold-start.ts).
+ * function, V8 optimizes it after more. Five rounds is where the first real exchange's longest pause stops
+ * falling for a fraction of a second more start-up (bench/cold-start.ts; figures in docs/performance.md).
  */
 export const WARM_UP_ROUNDS = 5;
 
@@ -79,7 +79,7 @@ export function warmUpRequests(round: number): Array<{ path: string; body: Json 
 
 /**
  * Runs the warm-up. A real proxy's first exchanges otherwise run cold (V8 compiles each function on its first
- * call): tens of ms on the first request and an after-response step of 20–30 ms.
+ * call), and the first requests meet that compilation.
  */
 export async function warmUpProxy(options: WarmUpOptions = {}): Promise<WarmUpResult> {
   const started = performance.now();

@@ -13,7 +13,7 @@ import type { Admission } from './admission.js';
 import { type AfterResponseDeps, afterResponse } from './after-response.js';
 import type { ExchangeFacts } from './exchange-recorder.js';
 import { forwardHeaders, type UpstreamProvider, upstreamOf, webHeaders } from './forward-headers.js';
-import type { MemoryRelease } from './memory-release.js';
+import type { MemoryHooks } from './memory-release.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 
 /** The route whose `response.create` messages are exchanges; other upgrades are relayed unrecorded. */
@@ -43,7 +43,7 @@ const OWN_HEADERS = new Set([
 export interface WebSocketRelayDeps extends AfterResponseDeps {
   clock: Clock;
   metrics: ProxyMetrics;
-  memory: MemoryRelease;
+  memory: MemoryHooks;
   /** Exchanges whose record is still being made (flush() waits for them). */
   recording: Set<Promise<void>>;
   /** Largest frame relayed, in bytes (default 64 MB). */

@@ -6,7 +6,7 @@ import { MemoryConversationStore } from '../conversation/conversation-store.js';
 import { ConversationTracker, countsAsTurn } from '../conversation/conversation-tracker.js';
 import { LruMap } from '../core/lru-map.js';
 import { runStepped } from '../core/stepped-work.js';
-import type { ForwardedPair } from '../fixes/stability.js';
+import { type ForwardedPair, keyedPair } from '../fixes/stability.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import type { RequestFixState } from './fix-state-codec.js';
 import { type FixStateHealth, openStateFile } from './fix-state-open.js';
@@ -132,7 +132,7 @@ export class MemoryProxyState implements ProxyState {
     this.expiries.set(p.tracked.request.id, expiresAt, expiresAt);
     this.expiries.prune(time);
     if (after) {
-      this.forwardedPairs.set(p.tracked.request.id, after.pair);
+      this.forwardedPairs.set(p.tracked.request.id, keyedPair(after.pair));
       // In steps (the states are kept at once, their shared copy made a few hundred elements at a time):
       // a huge history seen for the first time never holds the event loop for all of it.
       await runStepped(this.fixStates.setSteps(p.tracked.request.id, after.states, expiresAt));

@@ -2,9 +2,16 @@
 // cacheward's own (session, conversation, relation, miss cause, re-written tokens, waste, fixes). Pure
 // mapping from the analyzer's row and the capture record; it never computes a cause or reads a clock.
 
+import type { AnalyzedRequest } from '../analyze/analyze-captures.js';
 import { describeMiss } from '../analyze/describe-miss.js';
 import { capLabel } from '../core/cap-label.js';
-import type { LiveDetail } from '../proxy/live-analysis.js';
+import type { CaptureRecord } from '../record/capture-record.js';
+
+/** One finished request as telemetry exports it: its record and the analyzer's row (what the live view hands on). */
+export interface ExportedRequest {
+  record: CaptureRecord;
+  analyzed: AnalyzedRequest;
+}
 
 export type AttributeValue = string | number | boolean | string[];
 export type Attributes = Record<string, AttributeValue>;
@@ -13,12 +20,12 @@ export type Attributes = Record<string, AttributeValue>;
 const NOT_FIXES = new Set(['pipeline', 'guard', 'state']);
 
 /** The span's name, kind-free: `{gen_ai.operation.name} {gen_ai.request.model}`. */
-export function spanName(e: LiveDetail): string {
+export function spanName(e: ExportedRequest): string {
   return e.record.model ? `chat ${capLabel(e.record.model)}` : 'chat';
 }
 
 /** Whether a request is one the conventions describe (a chat call; count_tokens is not). */
-export function isChatCall(e: LiveDetail): boolean {
+export function isChatCall(e: ExportedRequest): boolean {
   return !e.record.route.includes('count_tokens');
 }
 
@@ -41,7 +48,7 @@ export function serverAddress(base: string): ServerAddress | undefined {
   }
 }
 
-export function spanAttributes(e: LiveDetail, server?: ServerAddress): Attributes {
+export function spanAttributes(e: ExportedRequest, server?: ServerAddress): Attributes {
   const { record: r, analyzed: a } = e;
   const out: Attributes = {
     'gen_ai.operation.name': 'chat',

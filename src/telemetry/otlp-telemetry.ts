@@ -23,9 +23,10 @@ import {
 import { PriceTable } from '../analyze/price-table.js';
 import { redactUrl } from '../core/redact-url.js';
 import { VERSION } from '../core/version.js';
-import type { LiveDetail } from '../proxy/live-analysis.js';
+
 import { BoundedLabel } from './bounded-labels.js';
 import {
+  type ExportedRequest,
   isChatCall,
   type ServerAddress,
   serverAddress,
@@ -262,7 +263,7 @@ export class OtlpTelemetry {
   }
 
   /** Records one analyzed request as a span and metric points; the SDK sends them later, batched. */
-  export(e: LiveDetail): void {
+  export(e: ExportedRequest): void {
     if (!isChatCall(e)) return;
     const { record: r, analyzed: a } = e;
     const model = this.models.of(r.model);

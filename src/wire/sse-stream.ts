@@ -109,6 +109,59 @@ function errorOf(d: Json): { type: string; message: string } {
   return { type: String(e.type ?? e.code ?? 'error'), message: String(e.message ?? '') };
 }
 
+/** An Anthropic message's id, model, stop reason, diagnostics and usage (a stream's, or a JSON body's). */
+function messageFields(s: Partial<StreamSummary>, message: Json): void {
+  if (typeof message.id === 'string') s.id = message.id;
+  if (typeof message.model === 'string') s.model = message.model;
+  if (typeof message.stop_reason === 'string') s.stopReason = message.stop_reason;
+  if ('diagnostics' in message) s.diagnostics = message.diagnostics;
+  const usage = obj(message.usage);
+  if (usage) {
+    s.usage = usage;
+    const n = normalizeAnthropicUsage(usage);
+    if (n) s.normalizedUsage = n;
+  }
+}
+
+/** A Responses response's id, model, status, diagnostics and usage (a stream's last, or a JSON body). */
+function responseFields(s: Partial<StreamSummary>, r: Json): void {
+  if (typeof r.id === 'string') s.id = r.id;
+  if (typeof r.model === 'string') s.model = r.model;
+  if (typeof r.status === 'string') s.stopReason = r.status;
+  if ('prompt_cache_diagnostics' in r) s.diagnostics = r.prompt_cache_diagnostics;
+  const usage = obj(r.usage);
+  if (usage) {
+    s.usage = usage;
+    const n = normalizeOpenAIUsage(usage);
+    if (n) s.normalizedUsage = n;
+  }
+}
+
+/**
+ * What a complete, non-streamed response body says: the fields a stream's summary has (the same readers).
+ * No `message`, `events` or `complete`: the body is the message.
+ */
+export function summarizeResponse(format: WireFormat | undefined, json: Json): Partial<StreamSummary> {
+  const out: Partial<StreamSummary> = {};
+  if (format === 'anthropic-messages') messageFields(out, json);
+  else if (format === 'openai-responses') responseFields(out, json);
+  else {
+    if (typeof json.id === 'string') out.id = json.id;
+    if (typeof json.model === 'string') out.model = json.model;
+    const usage = obj(json.usage);
+    if (usage) {
+      out.usage = usage;
+      const n = normalizeOpenAIUsage(usage);
+      if (n) out.normalizedUsage = n;
+    }
+    const choice = Array.isArray(json.choices) ? obj(json.choices[0]) : undefined;
+    if (format === 'openai-chat' && typeof choice?.finish_reason === 'string')
+      out.stopReason = choice.finish_reason;
+  }
+  if (obj(json.error)) out.error = errorOf(json);
+  return out;
+}
+
 class AnthropicAccumulator implements Accumulator {
   private message: Json | undefined;
   private usage: Json = {};
@@ -183,13 +236,7 @@ class AnthropicAccumulator implements Accumulator {
     if (!this.message) return s;
     const message: Json = { ...this.message, content: this.blocks.filter(Boolean), usage: this.usage };
     s.message = message;
-    if (typeof message.id === 'string') s.id = message.id;
-    if (typeof message.model === 'string') s.model = message.model;
-    if (typeof message.stop_reason === 'string') s.stopReason = message.stop_reason;
-    if ('diagnostics' in message) s.diagnostics = message.diagnostics;
-    s.usage = this.usage;
-    const n = normalizeAnthropicUsage(this.usage);
-    if (n) s.normalizedUsage = n;
+    messageFields(s, message);
     return s;
   }
 }
@@ -291,16 +338,7 @@ class ResponsesAccumulator implements Accumulator {
     const r = this.response;
     if (!r) return s;
     s.message = r;
-    if (typeof r.id === 'string') s.id = r.id;
-    if (typeof r.model === 'string') s.model = r.model;
-    if (typeof r.status === 'string') s.stopReason = r.status;
-    if ('prompt_cache_diagnostics' in r) s.diagnostics = r.prompt_cache_diagnostics;
-    const usage = obj(r.usage);
-    if (usage) {
-      s.usage = usage;
-      const n = normalizeOpenAIUsage(usage);
-      if (n) s.normalizedUsage = n;
-    }
+    responseFields(s, r);
     return s;
   }
 }
