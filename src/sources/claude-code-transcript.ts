@@ -22,6 +22,7 @@ import {
 } from './claude-code-body.js';
 import type { LineWarning, SourceRequest } from './source-request.js';
 import { stableJsonWithoutMarkers } from './stable-hash.js';
+import type { TranscriptAdapter } from './transcript-adapter.js';
 import { unrecordedBlock } from './unrecorded-block.js';
 
 /** Every line type Claude Code writes (its own list, 2.1.332), and the ones this reader uses. */
@@ -154,7 +155,7 @@ function majorOf(version: unknown): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-export class ClaudeCodeTranscript {
+export class ClaudeCodeTranscript implements TranscriptAdapter {
   /** Requests ready to hand on, in the order their responses ended. */
   readonly ready: SourceRequest[] = [];
   private readonly shapes = new Map<string, RequestShape>();
@@ -251,6 +252,19 @@ export class ClaudeCodeTranscript {
       default:
         return;
     }
+  }
+
+  /**
+   * The file stopped growing: a response whose last line says how it stopped is handed on without waiting for
+   * the next line; with `all`, every open response is. A line of it that comes later is not a new response.
+   */
+  settle(all: boolean): void {
+    const keep: Answer[] = [];
+    for (const a of this.open) {
+      if (all || a.stopReason !== undefined) this.answered(a);
+      else keep.push(a);
+    }
+    this.open = keep;
   }
 
   /** The end of the file: what is still open is handed on, and what never got a response is said once. */

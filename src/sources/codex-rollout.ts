@@ -9,6 +9,7 @@
 import type { UnrecordedPart } from '../capture/capture-record.js';
 import { isObj, type Json } from '../core/json.js';
 import type { LineWarning, SourceRequest } from './source-request.js';
+import type { TranscriptAdapter } from './transcript-adapter.js';
 import { unrecordedBlock } from './unrecorded-block.js';
 
 const KNOWN_TYPES = new Set([
@@ -49,7 +50,7 @@ interface Response {
 
 const time = (v: unknown): number => (typeof v === 'string' ? Date.parse(v) : Number.NaN);
 
-export class CodexRollout {
+export class CodexRollout implements TranscriptAdapter {
   readonly ready: SourceRequest[] = [];
   private session: string | undefined;
   private base: string | undefined;
@@ -124,6 +125,9 @@ export class CodexRollout {
     }
     if (!Number.isNaN(at)) this.lastTime = at;
   }
+
+  /** Nothing waits for a later line: each response is handed on at its usage record. */
+  settle(_all: boolean): void {}
 
   end(): void {
     if (this.response)
