@@ -267,6 +267,18 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
     this.open = keep;
   }
 
+  /** The earliest start of a request record not answered yet, or of a response still being gathered. */
+  waitingSince(): number | undefined {
+    let at = Number.POSITIVE_INFINITY;
+    for (const call of this.calls.values())
+      if (!call.response && call.status === undefined && call.start < at) at = call.start;
+    for (const a of this.open) {
+      const start = (a.parent ? this.chain.get(a.parent)?.time : undefined) ?? a.first;
+      if (start < at) at = start;
+    }
+    return at === Number.POSITIVE_INFINITY ? undefined : at;
+  }
+
   /** The end of the file: what is still open is handed on, and what never got a response is said once. */
   end(): void {
     this.flush(undefined);

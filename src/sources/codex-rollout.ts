@@ -129,6 +129,11 @@ export class CodexRollout implements TranscriptAdapter {
   /** Nothing waits for a later line: each response is handed on at its usage record. */
   settle(_all: boolean): void {}
 
+  /** The start of the response under way (its output began, its usage is not recorded yet). */
+  waitingSince(): number | undefined {
+    return this.response?.start;
+  }
+
   end(): void {
     if (this.response)
       this.options.warn(this.response.line, 'a response with no usage in the rollout (cut off): not counted');

@@ -18,6 +18,11 @@ export interface TranscriptAdapter {
    * line; with `all`, every response still open is (its file was given up on for now, not ended).
    */
   settle(all: boolean): void;
+  /**
+   * When the earliest call still waiting for its response started (ms), when the transcript says a call was
+   * sent and its response is not handed on yet; undefined when none is known to wait.
+   */
+  waitingSince(): number | undefined;
   /** The end of the file: what is still open is handed on, and what never got a response is said once. */
   end(): void;
 }

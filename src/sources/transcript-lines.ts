@@ -44,7 +44,7 @@ export class TranscriptLines {
     if (this.tailBytes + rest.length > this.maxLine) {
       this.warn(
         this.n + 1,
-        `skipped a line longer than ${Math.round(this.maxLine / 1024 / 1024)} MB (not held while it is written)`,
+        `skipped a line longer than ${this.maxLine >= 1024 * 1024 ? `${Math.round(this.maxLine / 1024 / 1024)} MB` : `${this.maxLine} bytes`} (not held while it is written)`,
       );
       this.tail = [];
       this.tailBytes = 0;
@@ -79,6 +79,11 @@ export class TranscriptLines {
   /** The requests made so far, each once. */
   take(): SourceRequest[] {
     return this.adapter.ready.splice(0);
+  }
+
+  /** When the earliest call still waiting for its response started (the adapter's word). */
+  waitingSince(): number | undefined {
+    return this.adapter.waitingSince();
   }
 
   /** Whether a request is ready to take. */
