@@ -6,8 +6,8 @@ import { type FileHandle, open, stat } from 'node:fs/promises';
 import type { CaptureRecord } from '../capture/capture-record.js';
 import type { TranscriptLines } from '../sources/transcript-lines.js';
 
-/** Bytes read at a time. */
-const CHUNK = 1024 * 1024;
+/** Bytes read at a time (what readline reads at a time for the report). */
+export const CHUNK = 64 * 1024;
 /** Bytes just before the offset compared before reading on: a file rewritten in place differs there. */
 const PRINT = 64;
 
@@ -38,10 +38,12 @@ export class FollowedFile {
   lines: TranscriptLines;
   /** Records made of its requests, not yet handed on (the merge takes them by start time). */
   readonly queue: CaptureRecord[] = [];
-  /** When bytes last came. */
+  /** When the file last grew (its modification time when it was read, never later than the look). */
   lastGrowth: number;
   /** Whether the last look reached the end of what was written. */
   atEnd = false;
+  /** No call of the file is expected to start before this (its last call's start, or its first time). */
+  nextStart = Number.NEGATIVE_INFINITY;
   private offset = 0;
   private ino = -1;
   private dev = -1;
@@ -66,10 +68,11 @@ export class FollowedFile {
 
   /**
    * Reads on from where the last read stopped, one chunk (the caller reads again while it wants more): new
-   * complete lines go to the adapter. A file that is shorter than what was read, another file under the same
+   * complete lines go to the adapter. `scratch` is where the bytes are read to (nothing of it is kept, so one
+   * buffer serves every read that is not under way at the same time). A file that is shorter than what was read, another file under the same
    * name, or different bytes just before the offset is read again from its start.
    */
-  async read(now: number): Promise<FileLook> {
+  async read(now: number, scratch: Buffer = Buffer.allocUnsafe(CHUNK)): Promise<FileLook> {
     const s = await stat(this.path).catch(() => undefined);
     if (!s?.isFile()) return 'gone';
     let restart: RestartReason | undefined;
@@ -91,13 +94,12 @@ export class FollowedFile {
       this.ino = s.ino;
       this.dev = s.dev;
       this.mtimeMs = s.mtimeMs;
-      const buf = Buffer.allocUnsafe(CHUNK);
-      const { bytesRead } = await handle.read(buf, 0, CHUNK, this.offset);
+      const { bytesRead } = await handle.read(scratch, 0, scratch.length, this.offset);
       this.atEnd = this.offset + bytesRead >= s.size;
       if (!bytesRead) return 'same';
-      const chunk = buf.subarray(0, bytesRead);
+      const chunk = scratch.subarray(0, bytesRead);
       this.offset += bytesRead;
-      this.lastGrowth = now;
+      this.lastGrowth = Math.min(now, s.mtimeMs);
       this.print =
         bytesRead >= PRINT
           ? Buffer.from(chunk.subarray(bytesRead - PRINT))
@@ -119,6 +121,7 @@ export class FollowedFile {
 
   private restart(reason: RestartReason): void {
     this.offset = 0;
+    this.nextStart = Number.NEGATIVE_INFINITY;
     this.print = Buffer.alloc(0);
     this.lines = this.o.lines();
     this.o.onRestart?.(reason);

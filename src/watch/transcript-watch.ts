@@ -8,10 +8,10 @@ import type { CaptureRecord } from '../capture/capture-record.js';
 import { LruMap } from '../core/lru-map.js';
 import { SourceRecords } from '../sources/source-records.js';
 import { transcriptAdapter } from '../sources/transcript-adapter.js';
-import { fileKind, mayBeTranscript } from '../sources/transcript-files.js';
+import { fileKind, mayBeTranscript, transcriptStart } from '../sources/transcript-files.js';
 import { TranscriptLines } from '../sources/transcript-lines.js';
 import { FolderWatch } from './folder-watch.js';
-import { FollowedFile, type RestartReason } from './followed-file.js';
+import { CHUNK, FollowedFile, type RestartReason } from './followed-file.js';
 
 /** A file quiet this long after a response that says how it stopped hands that response on. */
 const QUICK_SETTLE_MS = 1_000;
@@ -19,6 +19,8 @@ const QUICK_SETTLE_MS = 1_000;
 const SEEN_IDS = 200_000;
 /** Warnings remembered, so a file read again does not repeat them. */
 const WARNED = 10_000;
+/** Files followed at once (each holds its session's adapter); past it, those done for now are let go. */
+const MAX_FILES = 200;
 /** How long a ready call waits for an earlier-started call of another file to be answered. */
 const HOLD_MS = 10_000;
 
@@ -35,11 +37,11 @@ export interface TranscriptWatchOptions {
   settleMs: number;
   /** How often followed files are looked at (default 500 ms; the folders' own events come sooner). */
   pollMs?: number;
-  /** How often every folder is walked again, for what the events missed (default 10 s). */
+  /** How often every folder is walked again, for what the events missed (default 30 s). */
   rescanMs?: number;
   /** A file quiet this long is let go, and read again from its start if it changes (default an hour). */
   releaseMs?: number;
-  /** Files followed at most; past it the quietest are let go (default 2,000). */
+  /** Files followed at once; past it, those done for now are let go (default 200). */
   maxFiles?: number;
   now?: () => number;
   /** Every call, once, in start order: `shown` when it started at or after the cutoff. */
@@ -79,9 +81,13 @@ export class TranscriptWatch {
   private readonly rootFiles = new Set<string>();
   private readonly counts = { shown: 0, context: 0, duplicates: 0, restarts: 0, warnings: 0 };
   private readonly now: () => number;
+  /** Where every read goes (one read is under way at a time). */
+  private readonly scratch = Buffer.allocUnsafe(CHUNK);
   private lastWalk = Number.NEGATIVE_INFINITY;
   /** The call held back for an earlier one still waiting in another file, and since when. */
   private held: { id: string; since: number } | undefined;
+  /** Files a look left unread because of a hold. */
+  private readonly carried = new Set<FollowedFile>();
   /** Calls left waiting by the latest look because of a hold. */
   private heldCalls = 0;
   private ready = false;
@@ -170,7 +176,10 @@ export class TranscriptWatch {
     }
   }
 
-  /** One look: paths waited for, folders (walked now and then), what changed, then every followed file. */
+  /**
+   * One look: paths waited for, folders (walked now and then), what changed, then the followed files that
+   * are being written, were named by an event, or (at a walk) all of them.
+   */
   private async tick(): Promise<void> {
     const now = this.now();
     for (const root of [...this.waiting]) {
@@ -179,32 +188,52 @@ export class TranscriptWatch {
       this.o.say(`${root} appeared: following it`);
       this.lastWalk = Number.NEGATIVE_INFINITY;
     }
-    if (now - this.lastWalk >= (this.o.rescanMs ?? 10_000)) {
+    const due = new Set<FollowedFile>();
+    const walk = now - this.lastWalk >= (this.o.rescanMs ?? 30_000);
+    if (walk) {
       this.lastWalk = now;
       const walked = new Set<string>();
       for (const root of this.o.paths) {
         if (this.waiting.has(root)) continue;
         const s = await stat(root).catch(() => undefined);
         if (s?.isDirectory())
-          for (const f of await this.folders.walk(root, 0, walked)) await this.consider(f);
+          for (const f of await this.folders.walk(root, 0, walked)) await this.consider(f, due);
         else if (s) this.rootFiles.add(root);
       }
       this.folders.prune(walked);
     }
-    for (const path of this.folders.takeChanged()) await this.consider(path);
-    for (const path of this.rootFiles) await this.consider(path);
-    await this.drain(now);
+    for (const path of this.folders.takeChanged()) await this.consider(path, due);
+    for (const path of this.rootFiles) await this.consider(path, due);
+    for (const f of this.files.values()) if (walk || this.active(f, now) || this.carried.has(f)) due.add(f);
+    this.carried.clear();
+    const list = [...due];
+    due.clear();
+    await this.drain(list, now);
     this.release(now);
   }
 
+  /** Whether a followed file is looked at on every look: written lately, or with something still to settle. */
+  private active(f: FollowedFile, now: number): boolean {
+    return (
+      f.queue.length > 0 ||
+      f.lines.partial ||
+      now - f.lastGrowth <= this.o.settleMs + (this.o.pollMs ?? 500) * 2
+    );
+  }
+
   /** A path that may be new or changed: a folder is walked, a transcript changed since the cutoff followed. */
-  private async consider(path: string): Promise<void> {
-    if (this.files.has(path)) return;
+  private async consider(path: string, due: Set<FollowedFile>): Promise<void> {
+    const followed = this.files.get(path);
+    if (followed) {
+      due.add(followed);
+      return;
+    }
     const s = await stat(path).catch(() => undefined);
     if (!s) return;
     if (s.isDirectory()) {
       const depth = this.folders.depthOf(path);
-      if (depth !== undefined) for (const f of await this.folders.walk(path, depth)) await this.consider(f);
+      if (depth !== undefined)
+        for (const f of await this.folders.walk(path, depth)) await this.consider(f, due);
       return;
     }
     if (!s.isFile() || (!this.rootFiles.has(path) && !mayBeTranscript(basename(path)))) return;
@@ -218,10 +247,11 @@ export class TranscriptWatch {
       return;
     }
     this.passed.delete(path);
-    this.follow(path, kind, s.mtimeMs);
+    const first = await transcriptStart(path).catch(() => undefined);
+    due.add(this.follow(path, kind, s.mtimeMs, first ?? Number.NEGATIVE_INFINITY));
   }
 
-  private follow(path: string, kind: Kind, lastGrowth: number): void {
+  private follow(path: string, kind: Kind, lastGrowth: number, first: number): FollowedFile {
     const warn = (line: number, message: string) => {
       const text = `${path}:${line}: ${message}`;
       if (this.warned.get(text)) return;
@@ -236,33 +266,60 @@ export class TranscriptWatch {
         `${path} was ${reason === 'replaced' ? 'replaced' : reason === 'truncated' ? 'truncated' : 'rewritten'}: read again from its start (calls already counted are not counted again)`,
       );
     };
-    this.files.set(path, new FollowedFile({ path, lines, lastGrowth, onRestart }));
+    const f = new FollowedFile({ path, lines, lastGrowth, onRestart });
+    f.nextStart = first;
+    this.files.set(path, f);
+    return f;
   }
 
-  /** Reads every followed file on, and hands on their calls merged by start time (as the report merges). */
-  private async drain(now: number): Promise<void> {
-    const files = [...this.files.values()];
-    for (const f of files) await this.fill(f, now);
-    for (;;) {
+  /**
+   * Reads the files on and hands on their calls merged by start time, as the report merges: a file is read
+   * once the merge reaches the time its next call can start at (so only files whose calls overlap in time
+   * are open at once), and let go when it is done and more files are followed than the bound.
+   */
+  private async drain(due: FollowedFile[], now: number): Promise<void> {
+    // Each entry is dropped once read: a file let go takes its session's state with it at once.
+    const waiting: Array<FollowedFile | undefined> = due.sort((a, b) => a.nextStart - b.nextStart);
+    const heads: FollowedFile[] = [];
+    const earliest = (): FollowedFile | undefined => {
       let best: FollowedFile | undefined;
-      for (const f of files) {
-        const head = f.queue[0];
-        if (head && (!best || head.times.start < (best.queue[0] as CaptureRecord).times.start)) best = f;
+      for (const f of heads)
+        if (!best || (f.queue[0] as CaptureRecord).times.start < (best.queue[0] as CaptureRecord).times.start)
+          best = f;
+      return best;
+    };
+    let next = 0;
+    for (;;) {
+      for (let f = waiting[next]; f && !this.closed; f = waiting[next]) {
+        const head = earliest();
+        if (head && f.nextStart > (head.queue[0] as CaptureRecord).times.start) break;
+        waiting[next++] = undefined;
+        await this.fill(f, now);
+        if (f.queue.length) heads.push(f);
+        else this.letGoIfOver(f, now);
       }
-      if (!best) {
+      const best = earliest();
+      if (!best || this.closed) {
         this.heldCalls = 0;
         return;
       }
       if (this.holds(best, now)) {
-        this.heldCalls = files.reduce((n, f) => n + f.queue.length, 0);
+        this.heldCalls = heads.reduce((n, f) => n + f.queue.length, 0);
+        // The files not read yet are read at the next look, whatever wakes it.
+        for (const f of waiting.slice(next)) if (f) this.carried.add(f);
         return;
       }
       const record = best.queue.shift() as CaptureRecord;
+      if (Number.isFinite(record.times.start)) best.nextStart = record.times.start;
       const shown = record.times.start >= this.o.cutoff;
       if (shown) this.counts.shown++;
       else this.counts.context++;
       await this.o.onRecord(record, shown);
-      if (!best.queue.length) await this.fill(best, now);
+      if (best.queue.length) continue;
+      await this.fill(best, now);
+      if (best.queue.length) continue;
+      heads.splice(heads.indexOf(best), 1);
+      this.letGoIfOver(best, now);
     }
   }
 
@@ -290,7 +347,7 @@ export class TranscriptWatch {
   /** Reads a file on until a call is ready or nothing more is written; at its end, settles what waited long enough. */
   private async fill(f: FollowedFile, now: number): Promise<void> {
     while (!f.queue.length && !this.closed) {
-      const look = await f.read(now).catch(() => 'gone' as const);
+      const look = await f.read(now, this.scratch).catch(() => 'gone' as const);
       if (look === 'gone') {
         this.files.delete(f.path);
         return;
@@ -319,17 +376,28 @@ export class TranscriptWatch {
     }
   }
 
-  /** Lets go of files quiet for long (or the quietest, past the bound): they are read again if they change. */
+  /** Lets go of a file done for now when more are followed than the bound (it is read again if it changes). */
+  private letGoIfOver(f: FollowedFile, now: number): void {
+    if (this.files.size > (this.o.maxFiles ?? MAX_FILES) && this.settled(f, now)) this.letGo(f);
+  }
+
+  /** Lets go of the files quiet for long, and of the quietest past the bound. */
   private release(now: number): void {
-    const idle = [...this.files.values()].filter(
-      (f) => f.atEnd && !f.queue.length && !f.lines.partial && now - f.lastGrowth >= this.o.settleMs,
-    );
-    const over = this.files.size - (this.o.maxFiles ?? 2_000);
+    const idle = [...this.files.values()].filter((f) => this.settled(f, now));
     idle.sort((a, b) => a.lastGrowth - b.lastGrowth);
+    const over = this.files.size - (this.o.maxFiles ?? MAX_FILES);
     idle.forEach((f, i) => {
-      if (i >= over && now - f.lastGrowth < (this.o.releaseMs ?? 3_600_000)) return;
-      this.files.delete(f.path);
-      this.passed.set(f.path, f.statKey);
+      if (i < over || now - f.lastGrowth >= (this.o.releaseMs ?? 3_600_000)) this.letGo(f);
     });
+  }
+
+  /** Read to its end, nothing waiting in it, and quiet for the settle time. */
+  private settled(f: FollowedFile, now: number): boolean {
+    return f.atEnd && !f.queue.length && !f.lines.partial && now - f.lastGrowth >= this.o.settleMs;
+  }
+
+  private letGo(f: FollowedFile): void {
+    this.files.delete(f.path);
+    this.passed.set(f.path, f.statKey);
   }
 }

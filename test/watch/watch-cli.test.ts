@@ -44,7 +44,10 @@ describe('cacheward watch, the command', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  it('prints its URL first, on 127.0.0.1, then what it follows and where the page is', () => {
+  it('prints its URL first, on 127.0.0.1, then what it follows and where the page is', async () => {
+    await waitFor('the live page line', async () =>
+      watch.stdout().includes('live page:') ? true : undefined,
+    );
     const lines = watch.stdout().split('\n');
     expect(lines[0]).toBe(`cacheward watch listening on ${watch.url}`);
     expect(lines[1]).toBe(`  following: ${join(root, 'later')}`);

@@ -4,6 +4,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { type LiveRequest, liveLogLine } from '../../proxy/live-analysis.js';
+import { tuneHeapForAnalysis } from '../../report/analysis-heap.js';
 import { type Agent, agentFolder } from '../../sources/agent-folders.js';
 import { DEFAULT_SETTLE_MS, DEFAULT_SINCE_MS, startWatch } from '../../watch/create-watch.js';
 import type { CliIO } from '../io.js';
@@ -84,6 +85,8 @@ export function registerWatch(program: Command, io: CliIO, setExit: (code: numbe
       const settleMs = opts.settle === undefined ? DEFAULT_SETTLE_MS : parseDuration('--settle', opts.settle);
       const table = await prices(opts.prices);
       const paths = watchPaths(given, opts);
+      // This process analyzes what it reads, as a report does: the report's heap settings (analysis-heap.ts).
+      tuneHeapForAnalysis();
       const format = opts.quiet ? undefined : (opts.log ?? (process.stderr.isTTY ? 'text' : undefined));
       let watch: Awaited<ReturnType<typeof startWatch>>;
       try {
