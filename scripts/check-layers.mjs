@@ -23,7 +23,7 @@ export const FLOORS = [
   ['capture', 'state'],
   ['replay', 'report', 'telemetry'],
   ['proxy'],
-  ['demo', 'testing'],
+  ['demo', 'testing', 'watch'],
   ['cli'],
 ];
 

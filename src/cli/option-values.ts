@@ -52,3 +52,14 @@ export function parseUpstream(flag: string, value: string): string {
 export function portInUse(err: unknown): boolean {
   return (err as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE';
 }
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration in ms: `0`, or a number with its unit (ms, s, m, h, d), e.g. `30s`, `1h`. */
+export function parseDuration(flag: string, value: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(value.trim());
+  const n = Number(m?.[1]);
+  if (!m || !Number.isFinite(n) || (m[2] === undefined && n !== 0))
+    throw new InputError(`${flag} ${value}: not a duration; pass e.g. 30s, 15m, 1h or 2d (0 for none)`);
+  return n * (DURATION_UNITS[m[2] ?? 'ms'] as number);
+}

@@ -14,6 +14,7 @@ import { registerReport } from './commands/report.js';
 import { registerRun } from './commands/run.js';
 import { registerShow } from './commands/show.js';
 import { registerSim } from './commands/sim.js';
+import { registerWatch } from './commands/watch.js';
 import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { type CliIO, processIO } from './io.js';
 
@@ -48,6 +49,7 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
   registerShow(program, io, setExit);
   registerRun(program, io, setExit);
   registerCa(program, io, setExit);
+  registerWatch(program, io, setExit);
   for (const cmd of program.commands) cmd.exitOverride();
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -181,6 +181,14 @@ export class LiveAnalysis {
     return yield* this.rowSteps(record);
   }
 
+  /**
+   * A record the analyzer learns from (conversations, cache, parents) without a row, a listener or a total:
+   * what came before the window a view shows (`cacheward watch --since`).
+   */
+  observe(record: CaptureRecord): void {
+    drainSteps(this.observeSteps(record));
+  }
+
   /** Another proxy's record: the analyzer learns from it (conversations, cache, parents); no row. */
   private *observeSteps(record: CaptureRecord): Generator<void, void> {
     yield* this.line.run(this.analyzer.addSteps(withCappedLabels(record)));

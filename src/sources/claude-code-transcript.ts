@@ -23,6 +23,7 @@ import {
 import { SkippedLines } from './skipped-lines.js';
 import type { LineWarning, SourceRequest } from './source-request.js';
 import { stableJsonWithoutMarkers } from './stable-hash.js';
+import type { TranscriptAdapter } from './transcript-adapter.js';
 import { unrecordedBlock } from './unrecorded-block.js';
 
 /** Every line type Claude Code writes (its own list, 2.1.332), and the ones this reader uses. */
@@ -155,7 +156,7 @@ function majorOf(version: unknown): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-export class ClaudeCodeTranscript {
+export class ClaudeCodeTranscript implements TranscriptAdapter {
   /** Requests ready to hand on, in the order their responses ended. */
   readonly ready: SourceRequest[] = [];
   private readonly shapes = new Map<string, RequestShape>();
@@ -263,6 +264,31 @@ export class ClaudeCodeTranscript {
       default:
         return;
     }
+  }
+
+  /**
+   * The file stopped growing: a response whose last line says how it stopped is handed on without waiting for
+   * the next line; with `all`, every open response is. A line of it that comes later is not a new response.
+   */
+  settle(all: boolean): void {
+    const keep: Answer[] = [];
+    for (const a of this.open) {
+      if (all || a.stopReason !== undefined) this.answered(a);
+      else keep.push(a);
+    }
+    this.open = keep;
+  }
+
+  /** The earliest start of a request record not answered yet, or of a response still being gathered. */
+  waitingSince(): number | undefined {
+    let at = Number.POSITIVE_INFINITY;
+    for (const call of this.calls.values())
+      if (!call.response && call.status === undefined && call.start < at) at = call.start;
+    for (const a of this.open) {
+      const start = (a.parent ? this.chain.get(a.parent)?.time : undefined) ?? a.first;
+      if (start < at) at = start;
+    }
+    return at === Number.POSITIVE_INFINITY ? undefined : at;
   }
 
   /** The end of the file: what is still open is handed on, and what never got a response is said once. */

@@ -10,6 +10,7 @@ import { isObj, type Json } from '../core/json.js';
 import type { UnrecordedPart } from '../record/capture-record.js';
 import { SkippedLines } from './skipped-lines.js';
 import type { LineWarning, SourceRequest } from './source-request.js';
+import type { TranscriptAdapter } from './transcript-adapter.js';
 import { unrecordedBlock } from './unrecorded-block.js';
 
 const KNOWN_TYPES = new Set([
@@ -50,7 +51,7 @@ interface Response {
 
 const time = (v: unknown): number => (typeof v === 'string' ? Date.parse(v) : Number.NaN);
 
-export class CodexRollout {
+export class CodexRollout implements TranscriptAdapter {
   readonly ready: SourceRequest[] = [];
   private session: string | undefined;
   private base: string | undefined;
@@ -134,6 +135,14 @@ export class CodexRollout {
         break;
     }
     if (!Number.isNaN(at)) this.lastTime = at;
+  }
+
+  /** Nothing waits for a later line: each response is handed on at its usage record. */
+  settle(_all: boolean): void {}
+
+  /** The start of the response under way (its output began, its usage is not recorded yet). */
+  waitingSince(): number | undefined {
+    return this.response?.start;
   }
 
   end(): void {

@@ -6,11 +6,9 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { ReadRecord } from '../record/read-record.js';
-import { ClaudeCodeTranscript } from './claude-code-transcript.js';
-import { CodexRollout } from './codex-rollout.js';
 import { SourceRecords } from './source-records.js';
 import type { SourceRequest } from './source-request.js';
-import { rolloutSession, subagentOf } from './transcript-files.js';
+import { transcriptAdapter } from './transcript-adapter.js';
 import type { SourceKind } from './transcript-kind.js';
 
 /** What a transcript's reading tells its caller (the capture reader's options of the same names). */
@@ -30,12 +28,7 @@ export async function* readTranscript(
   sources: SourceRecords = new SourceRecords(),
 ): AsyncGenerator<ReadRecord> {
   const warn = (line: number, message: string) => options.onWarning?.(`${file}:${line}: ${message}`);
-  const agentId = subagentOf(file);
-  const session = rolloutSession(file);
-  const adapter =
-    kind === 'codex'
-      ? new CodexRollout({ warn, ...(session ? { session } : {}) })
-      : new ClaudeCodeTranscript({ warn, ...(agentId ? { agentId } : {}) });
+  const adapter = transcriptAdapter(file, kind, warn);
   const size = (await stat(file)).size;
   const bodies = options.bodies !== false;
   const made = (req: SourceRequest): ReadRecord => {

@@ -2,15 +2,20 @@
 // starts. A shell (file reads only); it never reads more than a file's first 64 KB and never writes.
 
 import { open, readdir, stat } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { firstTimestamp, type SourceKind, sourceKind } from './transcript-kind.js';
 
 /** How much of a file's start is read to tell its kind and first time. */
 const HEAD_BYTES = 64 * 1024;
 /** How deep below a folder transcripts are looked for (`~/.codex/sessions/YYYY/MM/DD/…`, a subagent's file). */
-const MAX_DEPTH = 6;
+export const TRANSCRIPT_DEPTH = 6;
 /** A cacheward capture file's name (the capture writer's). */
 const CAPTURE_NAME = /^capture-.*\.jsonl$/;
+
+/** Whether a file's name allows it to be a transcript (a JSON-lines file that is not a capture file). */
+export function mayBeTranscript(name: string): boolean {
+  return name.endsWith('.jsonl') && !CAPTURE_NAME.test(name);
+}
 
 /** The first bytes of a file as text (less when the file is shorter). */
 export async function fileHead(file: string, bytes = HEAD_BYTES): Promise<string> {
@@ -59,7 +64,7 @@ export async function transcriptStart(file: string): Promise<number | undefined>
 }
 
 /**
- * The agent transcripts below `dir` (any depth up to {@link MAX_DEPTH}): every `*.jsonl` that is not a capture
+ * The agent transcripts below `dir` (any depth up to {@link TRANSCRIPT_DEPTH}): every `*.jsonl` that is not a capture
  * file and whose head is a Claude Code transcript or a Codex rollout, in path order. Folders that cannot be
  * read are passed over.
  */
@@ -76,8 +81,8 @@ export async function transcriptFiles(dir: string): Promise<string[]> {
     for (const e of entries) {
       const path = join(folder, e.name);
       if (e.isDirectory()) {
-        if (depth < MAX_DEPTH && e.name !== 'node_modules') await walk(path, depth + 1);
-      } else if (e.isFile() && e.name.endsWith('.jsonl') && !CAPTURE_NAME.test(e.name)) {
+        if (depth < TRANSCRIPT_DEPTH && e.name !== 'node_modules') await walk(path, depth + 1);
+      } else if (e.isFile() && mayBeTranscript(e.name)) {
         const kind = await fileKind(path).catch(() => undefined);
         if (kind === 'claude-code' || kind === 'codex') out.push(path);
       }
@@ -85,14 +90,4 @@ export async function transcriptFiles(dir: string): Promise<string[]> {
   };
   await walk(dir, 0);
   return out;
-}
-
-/** A subagent's id from its file name (`agent-<id>.jsonl`), when the file is one. */
-export function subagentOf(file: string): string | undefined {
-  return /^agent-(.+)\.jsonl$/.exec(basename(file))?.[1];
-}
-
-/** A Codex session id from its rollout's name (`rollout-<time>-<uuid>.jsonl`). */
-export function rolloutSession(file: string): string | undefined {
-  return /-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/i.exec(basename(file))?.[1];
 }

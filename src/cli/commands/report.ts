@@ -86,7 +86,8 @@ const CODEX_HELP = "read Codex's own session rollouts ($CODEX_HOME/sessions, els
 const PATHS_HELP =
   "capture files or folders (cacheward proxy --dir), or agent transcripts: ~/.claude/projects, a project folder, one session file, ~/.codex/sessions or a folder below it. With no path: the default capture folder if it holds captures, else the agents' transcript folders";
 
-async function prices(file: string | undefined): Promise<PriceTable> {
+/** The price table, with the rows of `--prices FILE` when one is given. */
+export async function prices(file: string | undefined): Promise<PriceTable> {
   try {
     return new PriceTable(file ? await loadPriceFile(file) : []);
   } catch (err) {

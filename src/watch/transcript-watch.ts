@@ -1,0 +1,404 @@
+// `cacheward watch`'s reading side: the transcripts below the given paths followed as the agents write them,
+// their calls rebuilt by the report's own adapters and records, handed on merged by start time, each call
+// once. A shell (files, folders and timers) that never writes; what it keeps is bounded (files, ids, lines).
+
+import { stat } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { LruMap } from '../core/lru-map.js';
+import type { CaptureRecord } from '../record/capture-record.js';
+import { SourceRecords } from '../sources/source-records.js';
+import { transcriptAdapter } from '../sources/transcript-adapter.js';
+import { fileKind, mayBeTranscript, transcriptStart } from '../sources/transcript-files.js';
+import { TranscriptLines } from '../sources/transcript-lines.js';
+import { FolderWatch } from './folder-watch.js';
+import { CHUNK, FollowedFile, type RestartReason } from './followed-file.js';
+
+/** A file quiet this long after a response that says how it stopped hands that response on. */
+const QUICK_SETTLE_MS = 1_000;
+/** Call ids remembered, so a file read again from its start counts no call twice (the report's window). */
+const SEEN_IDS = 200_000;
+/** Warnings remembered, so a file read again does not repeat them. */
+const WARNED = 10_000;
+/** Files followed at once (each holds its session's adapter); past it, those done for now are let go. */
+const MAX_FILES = 200;
+/** How long a ready call waits for an earlier-started call of another file to be answered. */
+const HOLD_MS = 10_000;
+
+export interface TranscriptWatchOptions {
+  /** Folders or files; one that does not exist yet is waited for. */
+  paths: readonly string[];
+  /**
+   * Calls that started at or after this time (ms since the epoch) are shown; earlier ones in the same files are
+   * read for context (their conversations and cache entries). Files last changed before it are not read until
+   * they change.
+   */
+  cutoff: number;
+  /** How long a file must stop growing before its half-written last line is read as it is. */
+  settleMs: number;
+  /** How often followed files are looked at (default 500 ms; the folders' own events come sooner). */
+  pollMs?: number;
+  /** How often every folder is walked again, for what the events missed (default 30 s). */
+  rescanMs?: number;
+  /** A file quiet this long is let go, and read again from its start if it changes (default an hour). */
+  releaseMs?: number;
+  /** Files followed at once; past it, those done for now are let go (default 200). */
+  maxFiles?: number;
+  now?: () => number;
+  /** Every call, once, in start order: `shown` when it started at or after the cutoff. */
+  onRecord: (record: CaptureRecord, shown: boolean) => void | Promise<void>;
+  /** A transcript's own warning (`file:line: message`), each once. */
+  warn: (line: string) => void;
+  /** What the watch is doing: a path waited for or found, a file read again. */
+  say: (line: string) => void;
+}
+
+/** What `/_cacheward/health` says of the reading side. */
+export interface TranscriptWatchStatus {
+  /** The files already there at start have been read. */
+  ready: boolean;
+  files: number;
+  /** Followed files whose last line is not ended yet (waited for up to the settle time). */
+  partialLines: number;
+  folders: number;
+  waiting: string[];
+  /** `held`: calls read and waiting for an earlier-started call of another file to be answered. */
+  calls: { shown: number; context: number; duplicates: number; held: number };
+  restarts: number;
+  warnings: number;
+}
+
+type Kind = 'claude-code' | 'codex';
+
+export class TranscriptWatch {
+  private readonly files = new Map<string, FollowedFile>();
+  /** Files looked at and not followed, by how they were (followed again only once that changes). */
+  private readonly passed = new Map<string, string>();
+  private readonly seen = new LruMap<true>(SEEN_IDS);
+  private readonly warned = new LruMap<true>(WARNED);
+  private readonly sources = new SourceRecords();
+  private readonly folders: FolderWatch;
+  private readonly waiting = new Set<string>();
+  private readonly rootFiles = new Set<string>();
+  private readonly counts = { shown: 0, context: 0, duplicates: 0, restarts: 0, warnings: 0 };
+  private readonly now: () => number;
+  /** Where every read goes (one read is under way at a time). */
+  private readonly scratch = Buffer.allocUnsafe(CHUNK);
+  private lastWalk = Number.NEGATIVE_INFINITY;
+  /** The call held back for an earlier one still waiting in another file, and since when. */
+  private held: { id: string; since: number } | undefined;
+  /** Files a look left unread because of a hold. */
+  private readonly carried = new Set<FollowedFile>();
+  /** Calls left waiting by the latest look because of a hold. */
+  private heldCalls = 0;
+  private ready = false;
+  private closed = false;
+  private dirty = false;
+  private napTimer: NodeJS.Timeout | undefined;
+  private napEnd: (() => void) | undefined;
+  private looping: Promise<void> | undefined;
+
+  constructor(private readonly o: TranscriptWatchOptions) {
+    this.now = o.now ?? Date.now;
+    this.folders = new FolderWatch({ wake: () => this.wake(), warn: (l) => o.say(l) });
+  }
+
+  /** Reads what is there (the files changed since the cutoff), then follows; resolves once that first read is done. */
+  async start(): Promise<void> {
+    for (const root of this.o.paths) {
+      const s = await stat(root).catch(() => undefined);
+      if (!s) {
+        this.waiting.add(root);
+        this.o.say(`waiting for ${root}: it does not exist yet`);
+      } else if (!s.isDirectory()) this.rootFiles.add(root);
+    }
+    await this.tick();
+    this.ready = true;
+    this.looping = this.loop();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.folders.close();
+    this.napEnd?.();
+    await this.looping;
+  }
+
+  status(): TranscriptWatchStatus {
+    return {
+      ready: this.ready,
+      files: this.files.size,
+      partialLines: [...this.files.values()].filter((f) => f.lines.partial).length,
+      folders: this.folders.watching,
+      waiting: [...this.waiting],
+      calls: {
+        shown: this.counts.shown,
+        context: this.counts.context,
+        duplicates: this.counts.duplicates,
+        held: this.heldCalls,
+      },
+      restarts: this.counts.restarts,
+      warnings: this.counts.warnings,
+    };
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.closed) {
+      await this.nap(this.dirty ? 25 : (this.o.pollMs ?? 500));
+      if (this.closed) return;
+      this.dirty = false;
+      try {
+        await this.tick();
+      } catch (err) {
+        this.o.say(`a look at the transcripts failed (following goes on): ${(err as Error).message}`);
+      }
+    }
+  }
+
+  /** Waits `ms`, or less when a folder says something changed. */
+  private nap(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.napEnd = () => {
+        clearTimeout(this.napTimer);
+        this.napEnd = undefined;
+        resolve();
+      };
+      this.napTimer = setTimeout(this.napEnd, ms);
+    });
+  }
+
+  private wake(): void {
+    if (this.dirty) return;
+    this.dirty = true;
+    // Writes come in bursts (a response's lines): a short wait takes them in one look.
+    if (this.napEnd) {
+      clearTimeout(this.napTimer);
+      this.napTimer = setTimeout(this.napEnd, 25);
+    }
+  }
+
+  /**
+   * One look: paths waited for, folders (walked now and then), what changed, then the followed files that
+   * are being written, were named by an event, or (at a walk) all of them.
+   */
+  private async tick(): Promise<void> {
+    const now = this.now();
+    for (const root of [...this.waiting]) {
+      if (!(await stat(root).catch(() => undefined))) continue;
+      this.waiting.delete(root);
+      this.o.say(`${root} appeared: following it`);
+      this.lastWalk = Number.NEGATIVE_INFINITY;
+    }
+    const due = new Set<FollowedFile>();
+    const walk = now - this.lastWalk >= (this.o.rescanMs ?? 30_000);
+    if (walk) {
+      this.lastWalk = now;
+      const walked = new Set<string>();
+      for (const root of this.o.paths) {
+        if (this.waiting.has(root)) continue;
+        const s = await stat(root).catch(() => undefined);
+        if (s?.isDirectory())
+          for (const f of await this.folders.walk(root, 0, walked)) await this.consider(f, due);
+        else if (s) this.rootFiles.add(root);
+      }
+      this.folders.prune(walked);
+    }
+    for (const path of this.folders.takeChanged()) await this.consider(path, due);
+    for (const path of this.rootFiles) await this.consider(path, due);
+    for (const f of this.files.values()) if (walk || this.active(f, now) || this.carried.has(f)) due.add(f);
+    this.carried.clear();
+    const list = [...due];
+    due.clear();
+    await this.drain(list, now);
+    this.release(now);
+  }
+
+  /** Whether a followed file is looked at on every look: written lately, or with something still to settle. */
+  private active(f: FollowedFile, now: number): boolean {
+    return (
+      f.queue.length > 0 ||
+      f.lines.partial ||
+      now - f.lastGrowth <= this.o.settleMs + (this.o.pollMs ?? 500) * 2
+    );
+  }
+
+  /** A path that may be new or changed: a folder is walked, a transcript changed since the cutoff followed. */
+  private async consider(path: string, due: Set<FollowedFile>): Promise<void> {
+    const followed = this.files.get(path);
+    if (followed) {
+      due.add(followed);
+      return;
+    }
+    const s = await stat(path).catch(() => undefined);
+    if (!s) return;
+    if (s.isDirectory()) {
+      const depth = this.folders.depthOf(path);
+      if (depth !== undefined)
+        for (const f of await this.folders.walk(path, depth)) await this.consider(f, due);
+      return;
+    }
+    if (!s.isFile() || (!this.rootFiles.has(path) && !mayBeTranscript(basename(path)))) return;
+    if (s.mtimeMs < this.o.cutoff) return;
+    const key = `${s.mtimeMs}:${s.size}:${s.ino}`;
+    if (this.passed.get(path) === key) return;
+    const kind = await fileKind(path).catch(() => undefined);
+    // A file whose first lines do not tell yet is looked at again when it changes.
+    if (kind !== 'claude-code' && kind !== 'codex') {
+      this.passed.set(path, key);
+      return;
+    }
+    this.passed.delete(path);
+    const first = await transcriptStart(path).catch(() => undefined);
+    due.add(this.follow(path, kind, s.mtimeMs, first ?? Number.NEGATIVE_INFINITY));
+  }
+
+  private follow(path: string, kind: Kind, lastGrowth: number, first: number): FollowedFile {
+    const warn = (line: number, message: string) => {
+      const text = `${path}:${line}: ${message}`;
+      if (this.warned.get(text)) return;
+      this.warned.set(text, true);
+      this.counts.warnings++;
+      this.o.warn(text);
+    };
+    const lines = () => new TranscriptLines(transcriptAdapter(path, kind, warn), warn);
+    const onRestart = (reason: RestartReason) => {
+      this.counts.restarts++;
+      this.o.say(
+        `${path} was ${reason === 'replaced' ? 'replaced' : reason === 'truncated' ? 'truncated' : 'rewritten'}: read again from its start (calls already counted are not counted again)`,
+      );
+    };
+    const f = new FollowedFile({ path, lines, lastGrowth, onRestart });
+    f.nextStart = first;
+    this.files.set(path, f);
+    return f;
+  }
+
+  /**
+   * Reads the files on and hands on their calls merged by start time, as the report merges: a file is read
+   * once the merge reaches the time its next call can start at (so only files whose calls overlap in time
+   * are open at once), and let go when it is done and more files are followed than the bound.
+   */
+  private async drain(due: FollowedFile[], now: number): Promise<void> {
+    // Each entry is dropped once read: a file let go takes its session's state with it at once.
+    const waiting: Array<FollowedFile | undefined> = due.sort((a, b) => a.nextStart - b.nextStart);
+    const heads: FollowedFile[] = [];
+    const earliest = (): FollowedFile | undefined => {
+      let best: FollowedFile | undefined;
+      for (const f of heads)
+        if (!best || (f.queue[0] as CaptureRecord).times.start < (best.queue[0] as CaptureRecord).times.start)
+          best = f;
+      return best;
+    };
+    let next = 0;
+    for (;;) {
+      for (let f = waiting[next]; f && !this.closed; f = waiting[next]) {
+        const head = earliest();
+        if (head && f.nextStart > (head.queue[0] as CaptureRecord).times.start) break;
+        waiting[next++] = undefined;
+        await this.fill(f, now);
+        if (f.queue.length) heads.push(f);
+        else this.letGoIfOver(f, now);
+      }
+      const best = earliest();
+      if (!best || this.closed) {
+        this.heldCalls = 0;
+        return;
+      }
+      if (this.holds(best, now)) {
+        this.heldCalls = heads.reduce((n, f) => n + f.queue.length, 0);
+        // The files not read yet are read at the next look, whatever wakes it.
+        for (const f of waiting.slice(next)) if (f) this.carried.add(f);
+        return;
+      }
+      const record = best.queue.shift() as CaptureRecord;
+      if (Number.isFinite(record.times.start)) best.nextStart = record.times.start;
+      const shown = record.times.start >= this.o.cutoff;
+      if (shown) this.counts.shown++;
+      else this.counts.context++;
+      await this.o.onRecord(record, shown);
+      if (best.queue.length) continue;
+      await this.fill(best, now);
+      if (best.queue.length) continue;
+      heads.splice(heads.indexOf(best), 1);
+      this.letGoIfOver(best, now);
+    }
+  }
+
+  /**
+   * Whether the next call (the earliest-started of those ready) waits: another file, still being written, has a
+   * call that started before it (or with it) and has no response yet. The report orders calls by start; this keeps that
+   * order when calls of two files overlap (a subagent beside its main line), for at most {@link HOLD_MS}.
+   */
+  private holds(next: FollowedFile, now: number): boolean {
+    const head = next.queue[0] as CaptureRecord;
+    let earlier = false;
+    for (const f of this.files.values()) {
+      if (f === next || now - f.lastGrowth >= this.o.settleMs) continue;
+      const since = f.lines.waitingSince();
+      if (since !== undefined && since <= head.times.start) earlier = true;
+    }
+    if (!earlier) {
+      this.held = undefined;
+      return false;
+    }
+    if (this.held?.id !== head.id) this.held = { id: head.id, since: now };
+    const { since } = this.held;
+    return now - since < HOLD_MS;
+  }
+
+  /** Reads a file on until a call is ready or nothing more is written; at its end, settles what waited long enough. */
+  private async fill(f: FollowedFile, now: number): Promise<void> {
+    while (!f.queue.length && !this.closed) {
+      const look = await f.read(now, this.scratch).catch(() => 'gone' as const);
+      if (look === 'gone') {
+        this.files.delete(f.path);
+        return;
+      }
+      this.take(f);
+      if (!f.atEnd) continue;
+      const quiet = now - f.lastGrowth;
+      if (!f.queue.length && quiet >= Math.min(QUICK_SETTLE_MS, this.o.settleMs)) {
+        f.lines.settle(quiet >= this.o.settleMs);
+        this.take(f);
+      }
+      return;
+    }
+  }
+
+  /** The file's new requests as records, each call once (a file read again from its start repeats its calls). */
+  private take(f: FollowedFile): void {
+    if (!f.lines.ready) return;
+    for (const req of f.lines.take()) {
+      if (this.seen.get(req.id)) {
+        this.counts.duplicates++;
+        continue;
+      }
+      this.seen.set(req.id, true);
+      f.queue.push(this.sources.record(req));
+    }
+  }
+
+  /** Lets go of a file done for now when more are followed than the bound (it is read again if it changes). */
+  private letGoIfOver(f: FollowedFile, now: number): void {
+    if (this.files.size > (this.o.maxFiles ?? MAX_FILES) && this.settled(f, now)) this.letGo(f);
+  }
+
+  /** Lets go of the files quiet for long, and of the quietest past the bound. */
+  private release(now: number): void {
+    const idle = [...this.files.values()].filter((f) => this.settled(f, now));
+    idle.sort((a, b) => a.lastGrowth - b.lastGrowth);
+    const over = this.files.size - (this.o.maxFiles ?? MAX_FILES);
+    idle.forEach((f, i) => {
+      if (i < over || now - f.lastGrowth >= (this.o.releaseMs ?? 3_600_000)) this.letGo(f);
+    });
+  }
+
+  /** Read to its end, nothing waiting in it, and quiet for the settle time. */
+  private settled(f: FollowedFile, now: number): boolean {
+    return f.atEnd && !f.queue.length && !f.lines.partial && now - f.lastGrowth >= this.o.settleMs;
+  }
+
+  private letGo(f: FollowedFile): void {
+    this.files.delete(f.path);
+    this.passed.set(f.path, f.statKey);
+  }
+}
