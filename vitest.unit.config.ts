@@ -25,6 +25,9 @@ const BUILT = [
   'test/sim/server.test.ts',
   'test/sources/bad-transcripts.test.ts',
   'test/telemetry/otlp.test.ts',
+  'test/watch/watch-agents.test.ts',
+  'test/watch/watch-cli.test.ts',
+  'test/watch/watch-files.test.ts',
 ];
 
 /** Tests that start Chromium (test/headless-chromium.ts) or redis-server (test/state/redis-server.ts). */

@@ -3,13 +3,14 @@
 // sleep), and the comparison of its rows with `cacheward report --json` on the same transcripts.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { AnalysisResult } from '../../src/analyze/analyze-captures.js';
 import type { LiveSnapshot } from '../../src/proxy/live-analysis.js';
 import type { WatchHealth } from '../../src/watch/create-watch.js';
+import { builtCli } from '../suite.js';
+import { waitFor as waitOn } from '../wait-for.js';
 
-const CLI = join(import.meta.dirname, '../../dist/cli/bin.js');
+const CLI = builtCli();
 
 export interface WatchProcess {
   url: string;
@@ -91,21 +92,9 @@ export async function metricsOf(url: string): Promise<{ requests: number; misses
   return { requests, misses };
 }
 
-/** Waits until `check` returns a value (not undefined), asking again every 50 ms, or fails after `ms`. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`waited ${ms} ms for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** Waits for what a watch shows, 30 s at most (the agents write at their own pace). */
+export function waitFor<T>(what: string, check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  return waitOn(what, check, ms);
 }
 
 /** Waits until the watch shows `requests` calls, then returns its state. */
