@@ -20,6 +20,7 @@ import { createProxy, type ProxyOptions } from '../../src/proxy/create-proxy.js'
 import { CA_KEY_FILE, LocalCa, LocalCaError } from '../../src/proxy/local-ca.js';
 import { agentConversation, appendUserTurn } from '../../src/sim/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
+import { waitFor } from '../wait-for.js';
 import { API_KEY, OPENAI_KEY } from './helpers.js';
 
 type Json = Record<string, any>;
@@ -222,8 +223,9 @@ describe('forward mode', async () => {
         messages: [{ role: 'user', content: 'x' }],
       }),
     ).rejects.toThrow();
-    await new Promise((r) => setTimeout(r, 100));
-    const line = fwd.logs.find((l) => l.includes('does not trust'));
+    const line = await waitFor('the log line on the untrusted CA', () =>
+      fwd.logs.find((l) => l.includes('does not trust')),
+    );
     expect(line).toContain(`NODE_EXTRA_CA_CERTS=${join(caDir, 'cacheward-ca.pem')}`);
     expect(line).toContain('cacheward ca');
   });

@@ -10,6 +10,7 @@ import { LABEL_MAX } from '../../src/core/cap-label.js';
 import type { LiveSnapshot } from '../../src/proxy/live-analysis.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { messagesBody } from '../sim/helpers.js';
+import { waitFor } from '../wait-for.js';
 import { startCliProxy } from './cli-proxy.js';
 import { API_KEY, startProxy } from './helpers.js';
 
@@ -58,8 +59,10 @@ describe('live-page subscribers that never read', () => {
       expect(metric(metrics, 'cacheward_live_buffered_bytes')).toBeLessThanOrEqual(30 * 1024 * 1024);
       for (const s of deaf) s.destroy();
       deaf.length = 0;
-      await new Promise((r) => setTimeout(r, 500));
-      expect(metric(await metricsOf(p.url), 'cacheward_live_subscribers')).toBe(0);
+      await waitFor(
+        'no subscriber left',
+        async () => metric(await metricsOf(p.url), 'cacheward_live_subscribers') === 0,
+      );
       expect(rss() - idle).toBeLessThan(100);
     } finally {
       for (const s of deaf) s.destroy();
@@ -100,7 +103,7 @@ describe('live-page streams', () => {
     expect(dropped).toBe(1);
     expect(metric(await metricsOf(h.proxy.url), 'cacheward_live_subscribers')).toBe(1);
     // The reader got the rows; its model names arrived capped.
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor("the reader's rows", () => seen.join('').includes('again-1'));
     const text = seen.join('');
     expect(text).toContain('event: snapshot');
     expect(text).toContain('again-1');

@@ -14,6 +14,7 @@ import { type WebSocket, WebSocketServer, WebSocket as WsClient } from 'ws';
 import { readCaptures } from '../../src/capture/capture-reader.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../telemetry/otlp-receiver.js';
+import { waitFor } from '../wait-for.js';
 import { OPENAI_KEY, startProxy } from './helpers.js';
 
 type Json = Record<string, any>;
@@ -258,7 +259,7 @@ describe('frames, closes and bad input against a scripted upstream', async () =>
     ws.send(sent[0] as Buffer, { binary: false });
     ws.send(sent[1] as Buffer, { binary: false });
     ws.send(Buffer.from([0, 1, 2, 255]), { binary: true });
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor('three frames at the upstream', () => received.length >= 3);
     expect(received.map((r) => r.data)).toEqual([...sent, Buffer.from([0, 1, 2, 255])]);
     expect(received.map((r) => r.binary)).toEqual([false, false, true]);
     expect(handshake?.url).toBe('/v1/responses?x=1');
@@ -272,10 +273,10 @@ describe('frames, closes and bad input against a scripted upstream', async () =>
     const got: Buffer[] = [];
     ws.on('message', (d: Buffer) => got.push(d));
     for (const f of down) upstreamSockets[0]?.send(f);
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor("the upstream's frames at the client", () => got.length >= down.length);
     expect(got.map(String)).toEqual(down);
     ws.close(4001, 'done here');
-    expect(await new Promise((r) => setTimeout(() => r(upstreamCloses.at(-1)), 100))).toEqual({
+    expect(await waitFor("the client's close at the upstream", () => upstreamCloses.at(-1))).toEqual({
       code: 4001,
       reason: 'done here',
     });
@@ -295,7 +296,9 @@ describe('frames, closes and bad input against a scripted upstream', async () =>
     const before = (await records()).length;
     const ws = await open(`${proxy.url}/v1/realtime?model=x`);
     ws.send('{"type":"response.create","model":"gpt-5.5","input":"not an exchange here"}', { binary: false });
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the frame at the upstream', () =>
+      String(received.at(-1)?.data).includes('not an exchange here'),
+    );
     expect(handshake?.url).toBe('/v1/realtime?model=x');
     expect(String(received.at(-1)?.data)).toContain('not an exchange here');
     ws.close();
@@ -307,7 +310,7 @@ describe('frames, closes and bad input against a scripted upstream', async () =>
     const ws = await open(`${proxy.url}/v1/responses`);
     const junk = Buffer.from('this is {not json');
     ws.send(junk, { binary: false });
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the frame at the upstream', () => received.length > before);
     expect(received[before]?.data).toEqual(junk);
     ws.close();
     // The binary frame of the test before is one too.
@@ -323,7 +326,9 @@ describe('frames, closes and bad input against a scripted upstream', async () =>
     const ws = await open(`${proxy.url}/v1/responses`);
     const n = upstreamSockets.length;
     ws.send('{"type":"response.create","model":"gpt-5.5","input":"x","prompt_cache_key":"closes"}');
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the frame at the upstream', () =>
+      received.some((r) => String(r.data).includes('"closes"')),
+    );
     const closed = closeOf(ws);
     upstreamSockets[n - 1]?.close(1011, 'upstream broke');
     expect(await closed).toEqual({ code: 1011, reason: 'upstream broke' });
@@ -335,7 +340,9 @@ describe('frames, closes and bad input against a scripted upstream', async () =>
 
     const ws2 = await open(`${proxy.url}/v1/responses`);
     ws2.send('{"type":"response.create","model":"gpt-5.5","input":"y","prompt_cache_key":"reset"}');
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the frame at the upstream', () =>
+      received.some((r) => String(r.data).includes('"reset"')),
+    );
     const upstreamClosed = new Promise((r) => upstreamSockets.at(-1)?.once('close', (code) => r(code)));
     ws2.terminate();
     expect(await upstreamClosed).toBe(1006);
@@ -346,7 +353,7 @@ describe('frames, closes and bad input against a scripted upstream', async () =>
   it('resets the client when the upstream drops mid-response', async () => {
     const ws = await open(`${proxy.url}/v1/responses`);
     ws.send('{"type":"response.create","model":"gpt-5.5","input":"z","prompt_cache_key":"drop"}');
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the frame at the upstream', () => received.some((r) => String(r.data).includes('"drop"')));
     const closed = closeOf(ws);
     upstreamSockets.at(-1)?.terminate();
     expect((await closed).code).toBe(1006);
