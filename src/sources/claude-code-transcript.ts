@@ -190,22 +190,8 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
 
   /** One line of the file (without its newline). */
   line(text: string, n: number): void {
-    if (text.trim() === '') return;
-    let v: unknown;
-    try {
-      v = JSON.parse(text);
-    } catch {
-      this.skipped.skip(
-        'torn',
-        n,
-        `skipped a truncated or invalid line (${text.length} characters, not JSON)`,
-      );
-      return;
-    }
-    if (!isObj(v) || typeof v.type !== 'string') {
-      this.skipped.skip('shape', n, 'skipped a line that is not a Claude Code transcript record');
-      return;
-    }
+    const v = this.skipped.record(text, n, 'a Claude Code transcript record');
+    if (!v) return;
     const type = v.type;
     if (!CLAUDE_CODE_TYPES.has(type)) {
       this.skipped.skip(

@@ -72,19 +72,9 @@ export class CodexRollout implements TranscriptAdapter {
   }
 
   line(text: string, n: number): void {
-    if (text.trim() === '') return;
-    let v: unknown;
-    try {
-      v = JSON.parse(text);
-    } catch {
-      this.skipped.skip(
-        'torn',
-        n,
-        `skipped a truncated or invalid line (${text.length} characters, not JSON)`,
-      );
-      return;
-    }
-    if (!isObj(v) || typeof v.type !== 'string' || !isObj(v.payload)) {
+    const v = this.skipped.record(text, n, 'a Codex rollout record');
+    if (!v) return;
+    if (!isObj(v.payload)) {
       this.skipped.skip('shape', n, 'skipped a line that is not a Codex rollout record');
       return;
     }
