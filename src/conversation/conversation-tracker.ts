@@ -100,7 +100,7 @@ export class ConversationTracker {
 
   constructor(readonly store: MemoryConversationStore = new MemoryConversationStore()) {}
 
-  /** Whether a stepped commit is half done (tests). */
+  /** Whether work is in line: a resolve, a track or a stepped commit not yet done. */
   get committing(): boolean {
     return this.line.busy;
   }

@@ -62,8 +62,12 @@ export class Admission {
 
   private tokenMatches(req: IncomingMessage): boolean {
     if (!this.token) return true;
-    const given = req.headers['x-cacheward-token'];
-    const g = Buffer.from(typeof given === 'string' ? given : '');
-    return g.length === this.token.length && timingSafeEqual(g, this.token);
+    return sameToken(req.headers['x-cacheward-token'], this.token);
   }
+}
+
+/** Whether a token given by a client is `token`, compared in constant time (no timing tells how much matched). */
+export function sameToken(given: unknown, token: Buffer): boolean {
+  const g = Buffer.from(typeof given === 'string' ? given : '');
+  return g.length === token.length && timingSafeEqual(g, token);
 }

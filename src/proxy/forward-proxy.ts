@@ -7,6 +7,7 @@ import { createServer } from 'node:http';
 import { isIP, connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
+import { sameToken } from './admission.js';
 import { LocalCa } from './local-ca.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 
@@ -114,13 +115,13 @@ export class ForwardProxy {
   }
 
   private authorized(req: IncomingMessage): boolean {
-    const token = this.o.token;
-    if (!token) return true;
-    if (req.headers['x-cacheward-token'] === token) return true;
+    if (!this.o.token) return true;
+    const token = Buffer.from(this.o.token);
+    if (sameToken(req.headers['x-cacheward-token'], token)) return true;
     const basic = /^Basic\s+(\S+)$/i.exec(String(req.headers['proxy-authorization'] ?? ''))?.[1];
     if (!basic) return false;
     const decoded = Buffer.from(basic, 'base64').toString('utf8');
-    return decoded.slice(decoded.indexOf(':') + 1) === token;
+    return sameToken(decoded.slice(decoded.indexOf(':') + 1), token);
   }
 
   private refuse(socket: Duplex, status: number, text: string, message: string, extra = ''): void {

@@ -167,7 +167,7 @@ function compactParam(v: unknown): unknown {
 
 /** The last prefixes captured (their blocks, and the captured blocks made from them), newest first. */
 const recentCaptures: Array<{ blocks: readonly PrefixBlock[]; captured: CapturedBlock[] }> = [];
-/** As many as the prefix builder keeps bodies to extend from (KEPT_BODIES): one per interleaved conversation. */
+/** How many recent prefixes a capture extends its blocks from: one per interleaved conversation. */
 const RECENT_CAPTURES = 64;
 
 /**

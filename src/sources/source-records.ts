@@ -19,7 +19,7 @@ const SCOPES = 4_096;
 
 /**
  * What the prefix builder keeps to extend each body from: the previous call of each session being read (a
- * report reads few at once; the proxy's default, 64 bodies and 32 MB, is sized for interleaved live traffic).
+ * report reads few at once; the builder's default is KEPT_BODIES and KEPT_BYTES in prefix/build-prefix.ts).
  */
 const KEEP = { bodies: 16, bytes: 8 * 1024 * 1024 };
 
