@@ -84,6 +84,16 @@ export interface ConversationStore {
 }
 
 /** Options for {@link MemoryConversationStore}. */
+/**
+ * The bounds of a store that follows live traffic, from the conversations it keeps: each holds its tip, a few
+ * earlier requests (forks and rewinds find them) and the transcript keys of its messages.
+ */
+export function liveStoreBounds(
+  maxConversations: number,
+): Required<Pick<MemoryConversationStoreOptions, 'maxConversations' | 'maxRequests' | 'maxKeys'>> {
+  return { maxConversations, maxRequests: maxConversations * 4, maxKeys: maxConversations * 16 };
+}
+
 export interface MemoryConversationStoreOptions {
   /** The most requests remembered (least recently used go first). Default 200,000. */
   maxRequests?: number;

@@ -4,11 +4,13 @@
 import { randomBytes } from 'node:crypto';
 import { type CaptureState, CaptureWriter } from '../capture/capture-writer.js';
 import { defaultCaptureDir } from '../capture/default-dir.js';
+import { liveStoreBounds, MemoryConversationStore } from '../conversation/conversation-store.js';
 import { ConversationTracker } from '../conversation/conversation-tracker.js';
 import type { Clock } from '../core/clock.js';
 import { type Logger, lineLogger, loggerChannels } from '../core/logger.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
 import type { CaptureMode, CaptureRecord } from '../record/capture-record.js';
+import { DEFAULT_MAX_CONVERSATIONS } from '../state/memory-proxy-state.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { type ExchangeFacts, ExchangeRecorder } from './exchange-recorder.js';
 import { ProxyMetrics } from './proxy-metrics.js';
@@ -25,6 +27,8 @@ export interface WrapFetchOptions {
   clock?: Clock;
   /** Where capture problems are reported (`logger.warn`). Default stderr. */
   logger?: Logger;
+  /** Conversations remembered to tell continues from forks, as the proxy's `maxConversations`. Default 10,000. */
+  maxConversations?: number;
   /** Called with every finished exchange's record (whatever the capture mode), after the response ends. */
   onRecord?: (record: CaptureRecord) => void;
 }
@@ -65,12 +69,19 @@ export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}):
     writer,
     metrics,
     builder: new PrefixBuilder(),
-    conversations: new ConversationTracker(),
+    conversations: new ConversationTracker(
+      new MemoryConversationStore(liveStoreBounds(options.maxConversations ?? DEFAULT_MAX_CONVERSATIONS)),
+    ),
   });
   const recorder = {
+    /** Records one exchange; a failure here is logged and never reaches the app's request. */
     record(facts: ExchangeFacts): void {
-      const record = exchanges.record(facts);
-      options.onRecord?.(record);
+      try {
+        const record = exchanges.record(facts);
+        options.onRecord?.(record);
+      } catch (err) {
+        log(`cacheward: exchange ${facts.id} not recorded: ${(err as Error)?.message ?? String(err)}`);
+      }
     },
   };
 
@@ -124,25 +135,25 @@ export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}):
       });
       return response;
     }
-    const observed = response.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          tap.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-          controller.enqueue(chunk);
-        },
-        async flush() {
-          const facts = await tap.finish();
-          recorder.record({
-            ...base,
-            end: clock.now(),
-            firstByte,
-            status: response.status,
-            outcome: response.status >= 400 ? 'error' : 'complete',
-            response: facts,
-          });
-        },
-      }),
-    );
+    const finished = async (outcome: ExchangeFacts['outcome'], error?: string) => {
+      const facts = await tap.finish().catch(() => undefined);
+      recorder.record({
+        ...base,
+        end: clock.now(),
+        firstByte,
+        status: response.status,
+        outcome,
+        ...(error !== undefined ? { error } : {}),
+        ...(facts ? { response: facts } : {}),
+      });
+    };
+    const observed = observedBody(response.body, tap, {
+      // The record is made before the app sees the end, as the proxy's is before the client's last byte.
+      complete: () => finished(response.status >= 400 ? 'error' : 'complete'),
+      broken: (err) =>
+        finished('upstream_reset', `upstream connection dropped mid-response: ${errorText(err)}`),
+      cancelled: () => void finished('client_aborted'),
+    });
     return new Response(observed, {
       status: response.status,
       statusText: response.statusText,
@@ -154,4 +165,54 @@ export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}):
   wrapped.captureState = () => writer.state();
   wrapped.metrics = () => metrics.render();
   return wrapped;
+}
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** What happened to a response body the app was reading. */
+interface BodyEnds {
+  complete(): Promise<void>;
+  broken(err: unknown): Promise<void>;
+  cancelled(): void;
+}
+
+/**
+ * The response body as the app reads it, every chunk passed to the tap on its way: its end, a break
+ * mid-stream and the app's cancel are each told once (a TransformStream's flush sees only the first).
+ */
+function observedBody(
+  body: ReadableStream<Uint8Array>,
+  tap: ResponseTap,
+  ends: BodyEnds,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let told = false;
+  const once = () => !told && (told = true);
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let next: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          next = await reader.read();
+        } catch (err) {
+          if (once()) await ends.broken(err);
+          controller.error(err);
+          return;
+        }
+        if (next.done) {
+          if (once()) await ends.complete();
+          controller.close();
+          return;
+        }
+        const chunk = next.value;
+        tap.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        controller.enqueue(chunk);
+      },
+      cancel(reason) {
+        if (once()) ends.cancelled();
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
 }

@@ -2,7 +2,7 @@
 // file (coalesced, atomic) so a restart continues every conversation. It never needs a network.
 
 import { longestCacheTtlMs } from '../cache/longest-ttl.js';
-import { MemoryConversationStore } from '../conversation/conversation-store.js';
+import { liveStoreBounds, MemoryConversationStore } from '../conversation/conversation-store.js';
 import { ConversationTracker, countsAsTurn } from '../conversation/conversation-tracker.js';
 import { LruMap } from '../core/lru-map.js';
 import { runStepped } from '../core/stepped-work.js';
@@ -58,13 +58,9 @@ export class MemoryProxyState implements ProxyState {
     const max = options.maxConversations ?? DEFAULT_MAX_CONVERSATIONS;
     this.maxConversations = max;
     this.sliceMs = options.snapshotSliceMs ?? SNAPSHOT_SLICE_MS;
-    // A conversation holds its tip, a few earlier requests (forks and rewinds find them) and the transcript
-    // keys of its messages: the bounds are in those proportions.
     this.local = new ConversationTracker(
       new MemoryConversationStore({
-        maxConversations: max,
-        maxRequests: max * 4,
-        maxKeys: max * 16,
+        ...liveStoreBounds(max),
         // A request the store forgot can never be a parent again: its fix state goes with it.
         onForget: (request) => {
           this.fixStates.delete(request);
