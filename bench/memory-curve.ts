@@ -9,13 +9,13 @@
 //   CACHEWARD_BENCH_SESSIONS / CACHEWARD_BENCH_TURNS change the shape, CACHEWARD_BENCH_FIXES=0 skips the
 //   fixed run).
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { agentConversation } from '../src/sim/agent-conversation.js';
-import { machineLine, startCli, startNode } from './support.js';
+import { machineLine, startCli, startCommand, startNode } from './support.js';
 
 const SESSIONS = Number(process.env.CACHEWARD_BENCH_SESSIONS ?? 200);
 const TURNS = Number(process.env.CACHEWARD_BENCH_TURNS ?? 30);
@@ -145,22 +145,7 @@ async function main() {
   if (peer)
     targets.push({
       name: 'peer',
-      start: async (u) => {
-        const child = spawn('sh', ['-c', peer], {
-          stdio: ['ignore', 'pipe', 'inherit'],
-          env: { ...process.env, UPSTREAM: u },
-        });
-        const url = await new Promise<string>((resolve, reject) => {
-          let buf = '';
-          child.stdout?.on('data', (d) => {
-            buf += d;
-            const m = buf.match(/http:\/\/127\.0\.0\.1:\d+/);
-            if (m) resolve(m[0]);
-          });
-          child.once('exit', (code) => reject(new Error(`peer exited ${code}`)));
-        });
-        return { child, url };
-      },
+      start: (u) => startCommand('sh', ['-c', peer], { UPSTREAM: u }),
     });
   const base = process.env.CACHEWARD_BASE_BIN;
   const withFixes = process.env.CACHEWARD_BENCH_FIXES !== '0';

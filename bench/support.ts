@@ -24,11 +24,20 @@ export async function startCli(
 }
 
 /** Starts `node <args>` and resolves with the loopback URL it prints. */
-export async function startNode(
+export function startNode(
   args: string[],
   env?: NodeJS.ProcessEnv,
 ): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, {
+  return startCommand(process.execPath, args, env);
+}
+
+/** Starts `command <args>` (a server: another proxy, a peer) and resolves with the loopback URL it prints. */
+export async function startCommand(
+  command: string,
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(command, args, {
     stdio: ['ignore', 'pipe', 'inherit'],
     ...(env ? { env: { ...process.env, ...env } } : {}),
   });

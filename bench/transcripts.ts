@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { seededRandom } from '../src/sim/agent-conversation.js';
 import {
   claudeCodeDigest,
   type DigestCheckpoint,
@@ -25,18 +26,7 @@ import { type Json, machineLine } from './support.js';
 
 const TARGET_MB = Number(process.env.CACHEWARD_BENCH_MB ?? 250);
 
-/** A deterministic generator (mulberry32), so two runs build the same folder. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rnd = random(28);
+const rnd = seededRandom(28);
 const hex = (n: number) => Array.from({ length: n }, () => Math.floor(rnd() * 16).toString(16)).join('');
 const uuid = () => `${hex(8)}-${hex(4)}-4${hex(3)}-a${hex(3)}-${hex(12)}`;
 const WORDS =
