@@ -187,7 +187,12 @@ function observedBody(
 ): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let told = false;
-  const once = () => !told && (told = true);
+  /** True the first time only: each end is told once. */
+  const once = () => {
+    if (told) return false;
+    told = true;
+    return true;
+  };
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {

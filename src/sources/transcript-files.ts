@@ -70,24 +70,40 @@ export async function transcriptStart(file: string): Promise<number | undefined>
  */
 export async function transcriptFiles(dir: string): Promise<string[]> {
   const out: string[] = [];
-  const walk = async (folder: string, depth: number): Promise<void> => {
+  for (const path of await namedLikeTranscripts(dir)) {
+    const kind = await fileKind(path).catch(() => undefined);
+    if (kind === 'claude-code' || kind === 'codex') out.push(path);
+  }
+  return out;
+}
+
+/**
+ * The files below `dir` (itself `depth` below where the walk began) whose names may be transcripts, up to
+ * {@link TRANSCRIPT_DEPTH}, in path order; `onFolder` is told of every folder read on the way. Folders that
+ * cannot be read are passed over.
+ */
+export async function namedLikeTranscripts(
+  dir: string,
+  depth = 0,
+  onFolder?: (folder: string, depth: number) => void,
+): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (folder: string, d: number): Promise<void> => {
     let entries: import('node:fs').Dirent[];
     try {
       entries = await readdir(folder, { withFileTypes: true });
     } catch {
       return;
     }
+    onFolder?.(folder, d);
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const e of entries) {
       const path = join(folder, e.name);
       if (e.isDirectory()) {
-        if (depth < TRANSCRIPT_DEPTH && e.name !== 'node_modules') await walk(path, depth + 1);
-      } else if (e.isFile() && mayBeTranscript(e.name)) {
-        const kind = await fileKind(path).catch(() => undefined);
-        if (kind === 'claude-code' || kind === 'codex') out.push(path);
-      }
+        if (d < TRANSCRIPT_DEPTH && e.name !== 'node_modules') await walk(path, d + 1);
+      } else if (e.isFile() && mayBeTranscript(e.name)) out.push(path);
     }
   };
-  await walk(dir, 0);
+  await walk(dir, depth);
   return out;
 }

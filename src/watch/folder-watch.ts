@@ -3,9 +3,8 @@
 // lists and watches folders; it never reads or writes a file.
 
 import { type FSWatcher, watch } from 'node:fs';
-import { readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { mayBeTranscript, TRANSCRIPT_DEPTH } from '../sources/transcript-files.js';
+import { namedLikeTranscripts } from '../sources/transcript-files.js';
 
 export interface FolderWatchOptions {
   /** Something changed in a watched folder: a look soon would find it. */
@@ -35,28 +34,12 @@ export class FolderWatch {
    * The files below `folder` (itself `depth` below where it was found) whose names may be transcripts, up to
    * the report's depth; every folder on the way is watched. `walked` collects the folders seen.
    */
-  async walk(folder: string, depth = 0, walked?: Set<string>): Promise<string[]> {
-    const out: string[] = [];
-    const visit = async (dir: string, d: number): Promise<void> => {
-      let entries: import('node:fs').Dirent[];
-      try {
-        entries = await readdir(dir, { withFileTypes: true });
-      } catch {
-        return;
-      }
+  walk(folder: string, depth = 0, walked?: Set<string>): Promise<string[]> {
+    return namedLikeTranscripts(folder, depth, (dir, d) => {
       walked?.add(dir);
       this.depths.set(dir, d);
       this.watchFolder(dir);
-      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      for (const e of entries) {
-        const path = join(dir, e.name);
-        if (e.isDirectory()) {
-          if (d < TRANSCRIPT_DEPTH && e.name !== 'node_modules') await visit(path, d + 1);
-        } else if (e.isFile() && mayBeTranscript(e.name)) out.push(path);
-      }
-    };
-    await visit(folder, depth);
-    return out;
+    });
   }
 
   /** How deep a path is below the folder it was found from, when its folder was walked. */
