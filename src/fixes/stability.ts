@@ -17,12 +17,19 @@ export interface ForwardedPair {
 /**
  * A pair as the guard keeps it for the requests after it: each block's key and cumulative tokens only (not
  * the prefix model's whole blocks, with their spans and tool parts), a block both sides share kept once.
+ * Given its parent's kept pair (`base`), a block equal to the parent's at the same place is the parent's
+ * object: a conversation's consecutive pairs hold their shared history once, not once per request.
  */
-export function keyedPair(pair: ForwardedPair): ForwardedPair {
-  const keyed = (b: KeyedBlocks[number]) => ({ hash: b.hash, cumulativeTokens: b.cumulativeTokens });
-  const client = pair.client.map(keyed);
+export function keyedPair(pair: ForwardedPair, base?: ForwardedPair): ForwardedPair {
+  const keyed = (b: KeyedBlocks[number], i: number, from: KeyedBlocks | undefined) => {
+    const had = from?.[i];
+    return had && had.hash === b.hash && had.cumulativeTokens === b.cumulativeTokens
+      ? had
+      : { hash: b.hash, cumulativeTokens: b.cumulativeTokens };
+  };
+  const client = pair.client.map((b, i) => keyed(b, i, base?.client));
   const forwarded = pair.forwarded.map((b, i) =>
-    pair.client[i] === b ? (client[i] as KeyedBlocks[number]) : keyed(b),
+    pair.client[i] === b ? (client[i] as KeyedBlocks[number]) : keyed(b, i, base?.forwarded),
   );
   return { client, forwarded };
 }

@@ -128,7 +128,7 @@ export class MemoryProxyState implements ProxyState {
     this.expiries.set(p.tracked.request.id, expiresAt, expiresAt);
     this.expiries.prune(time);
     if (after) {
-      this.forwardedPairs.set(p.tracked.request.id, keyedPair(after.pair));
+      this.forwardedPairs.set(p.tracked.request.id, keyedPair(after.pair, p.parentPair));
       // In steps (the states are kept at once, their shared copy made a few hundred elements at a time):
       // a huge history seen for the first time never holds the event loop for all of it.
       await runStepped(this.fixStates.setSteps(p.tracked.request.id, after.states, expiresAt));
