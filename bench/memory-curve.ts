@@ -7,7 +7,8 @@
 // /proc) every 200 requests, and the CPU time it used: the trade of what it keeps against what it computes.
 // Run: npm run bench:memory-curve   (builds first; about 4 minutes per target on a quiet 2-core machine;
 //   CACHEWARD_BENCH_SESSIONS / CACHEWARD_BENCH_TURNS change the shape, CACHEWARD_BENCH_FIXES=0 skips the
-//   fixed run).
+//   fixed run; CACHEWARD_BENCH_IDLE_S=40 also reads each one's RSS and heap after that long idle, once V8 gave
+//   back what it no longer needs: what it keeps of the conversations apart from what the traffic needs).
 
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -59,6 +60,9 @@ interface Target {
   start(upstream: string): Promise<{ child: ChildProcess; url: string }>;
 }
 
+/** Each target's RSS after CACHEWARD_BENCH_IDLE_S idle, printed after the table. */
+const idle: string[] = [];
+
 async function run(target: Target, upstream: string): Promise<number[]> {
   const { child, url } = await target.start(upstream);
   const pid = child.pid as number;
@@ -100,6 +104,17 @@ async function run(target: Target, upstream: string): Promise<number[]> {
       .catch(() => undefined);
     const m = health?.memory;
     const mb = (x: number) => (x / MB).toFixed(0);
+    const idleS = Number(process.env.CACHEWARD_BENCH_IDLE_S ?? 0);
+    if (idleS > 0) {
+      await new Promise((r) => setTimeout(r, idleS * 1000));
+      const later = await fetch(`${url}/_cacheward/health`)
+        .then((r) => (r.ok ? (r.json() as Promise<{ memory?: Record<string, number> }>) : undefined))
+        .catch(() => undefined);
+      const lm = later?.memory;
+      idle.push(
+        `${target.name}: RSS ${mb(proc(pid).rss)} MB after ${idleS} s idle${lm ? ` (heap ${mb(lm.heapUsed ?? 0)} of ${mb(lm.heapTotal ?? 0)}, external ${mb(lm.external ?? 0)})` : ''}`,
+      );
+    }
     const warm = curve[Math.min(curve.length - 1, Math.ceil((SESSIONS * 3) / EVERY))] ?? 0;
     const peak = Math.max(...curve);
     console.log(
@@ -164,6 +179,7 @@ async function main() {
     );
     console.log('--- | --- | --- | --- | --- | --- | --- | --- | ---');
     for (const t of chosen) curves.push([t.name, await run(t, sim.url)]);
+    if (idle.length) console.log(`\n${idle.join('\n')}`);
     console.log(`\nRSS (MB) every ${EVERY} requests:`);
     console.log(`requests | ${curves.map(([n]) => n).join(' | ')}`);
     console.log(`--- | ${curves.map(() => '---').join(' | ')}`);
