@@ -21,9 +21,8 @@ import {
   RequestShape,
 } from './claude-code-body.js';
 import { SkippedLines } from './skipped-lines.js';
-import type { LineWarning, SourceRequest } from './source-request.js';
+import type { LineWarning, SourceRequest, TranscriptAdapter } from './source-request.js';
 import { stableJsonWithoutMarkers } from './stable-hash.js';
-import type { TranscriptAdapter } from './transcript-adapter.js';
 import { unrecordedBlock } from './unrecorded-block.js';
 
 /** Every line type Claude Code writes (its own list, 2.1.332), and the ones this reader uses. */

@@ -9,8 +9,7 @@
 import { isObj, type Json } from '../core/json.js';
 import type { UnrecordedPart } from '../record/capture-record.js';
 import { SkippedLines } from './skipped-lines.js';
-import type { LineWarning, SourceRequest } from './source-request.js';
-import type { TranscriptAdapter } from './transcript-adapter.js';
+import type { LineWarning, SourceRequest, TranscriptAdapter } from './source-request.js';
 import { unrecordedBlock } from './unrecorded-block.js';
 
 const KNOWN_TYPES = new Set([

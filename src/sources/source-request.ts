@@ -1,5 +1,5 @@
-// What a source adapter hands on: one API request rebuilt from an agent's transcript, with its usage, times,
-// session and model. Pure data; the adapters never write it anywhere and nothing after them reads its text.
+// What a source adapter is and hands on: lines in, requests rebuilt from an agent's transcript out (usage,
+// times, session, model). Pure data; the adapters never write it anywhere, nothing after them reads its text.
 
 import type { UnrecordedPart } from '../record/capture-record.js';
 
@@ -36,3 +36,23 @@ export interface SourceRequest {
 
 /** Where an adapter's warnings go: one line each, naming the file's line. */
 export type LineWarning = (line: number, message: string) => void;
+
+/** An agent's adapter, as the report's reader and the live follower drive it. */
+export interface TranscriptAdapter {
+  /** Requests ready to hand on, in the order their responses ended. */
+  readonly ready: SourceRequest[];
+  /** One line of the file (without its newline), numbered from 1. */
+  line(text: string, n: number): void;
+  /**
+   * The file stopped growing: a response that says how it stopped is handed on without waiting for the next
+   * line; with `all`, every response still open is (its file was given up on for now, not ended).
+   */
+  settle(all: boolean): void;
+  /**
+   * When the earliest call still waiting for its response started (ms), when the transcript says a call was
+   * sent and its response is not handed on yet; undefined when none is known to wait.
+   */
+  waitingSince(): number | undefined;
+  /** The end of the file: what is still open is handed on, and what never got a response is said once. */
+  end(): void;
+}

@@ -1,8 +1,7 @@
 // A transcript read as it is written: its bytes as they come, cut into complete lines for the file's adapter,
 // the last line held until its newline arrives. Pure: bytes in, requests out; it never opens a file or a timer.
 
-import type { LineWarning, SourceRequest } from './source-request.js';
-import type { TranscriptAdapter } from './transcript-adapter.js';
+import type { LineWarning, SourceRequest, TranscriptAdapter } from './source-request.js';
 
 /** The longest line held while it is written (a line past it is skipped, with a warning). */
 export const MAX_LINE_BYTES = 64 * 1024 * 1024;

@@ -5,8 +5,7 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { SourceRequest } from '../../src/sources/source-request.js';
-import type { TranscriptAdapter } from '../../src/sources/transcript-adapter.js';
+import type { SourceRequest, TranscriptAdapter } from '../../src/sources/source-request.js';
 import { TranscriptLines } from '../../src/sources/transcript-lines.js';
 
 /** An adapter that only notes the lines it is given and how it was settled. */
