@@ -76,14 +76,17 @@ export async function* mergeCaptures(
   const heads: Array<ReadRecord | undefined> = [];
   /** Whether each stream is an agent transcript (not a capture file). */
   const transcript: boolean[] = [];
+  /** Whether the next file to open is due: it may hold a record before every open stream's next. */
+  const due = (): boolean => {
+    const first = pending[0];
+    if (!first) return false;
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const h of heads) if (h && h.record.times.start < earliest) earliest = h.record.times.start;
+    return first.stamp <= earliest;
+  };
   const openDue = async () => {
-    for (;;) {
-      const first = pending[0];
-      if (!first) return;
-      let earliest = Number.POSITIVE_INFINITY;
-      for (const h of heads) if (h && h.record.times.start < earliest) earliest = h.record.times.start;
-      if (first.stamp > earliest) return;
-      pending.shift();
+    while (due()) {
+      const first = pending.shift() as { file: string; stamp: number };
       const stream = readCaptures([first.file], sourced);
       const head = (await stream.next()).value ?? undefined;
       if (!head) continue;
@@ -105,7 +108,8 @@ export async function* mergeCaptures(
   let head = 0;
   let latest = Number.NEGATIVE_INFINITY;
   for (;;) {
-    await openDue();
+    // Checked before awaiting: most records open no file, and an await per record costs a turn of the loop.
+    if (due()) await openDue();
     let at = -1;
     for (let i = 0; i < heads.length; i++) {
       const h = heads[i];
