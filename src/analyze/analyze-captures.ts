@@ -10,7 +10,6 @@ import { EntryStore } from '../cache/entry-store.js';
 import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import { OpenAICache } from '../cache/openai-cache.js';
 import { openaiDefaultRetention } from '../cache/openai-rules.js';
-import { LruMap } from '../core/lru-map.js';
 import { MemoryConversationStore, type Relation } from '../conversation/conversation-store.js';
 import { lastMessageKey, lazyAnchors } from '../conversation/reply-keys.js';
 import {
@@ -18,6 +17,7 @@ import {
   type Reclassified,
   resolveConversationSteps,
 } from '../conversation/resolve-conversation.js';
+import { LruMap } from '../core/lru-map.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
 import { type CapturedPrefix, type CaptureRecord, UNRECORDED_KIND } from '../record/capture-record.js';
@@ -385,7 +385,9 @@ export async function analyzeRecords(
   for await (const r of records) {
     count++;
     const start = r.times.start;
-    let lo = 0;
+    // In order (the usual case): after every waiting record, found without a search.
+    const last = pending[pending.length - 1];
+    let lo = last === undefined || last.record.times.start <= start ? pending.length : 0;
     let hi = pending.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
