@@ -48,6 +48,9 @@ async function fileStart(file: string): Promise<number> {
   return Date.UTC(y as number, (mo as number) - 1, d, h, mi, se);
 }
 
+/** A capture file's name (any other file is read as an agent transcript). */
+const CAPTURE_NAME = /(^|\/)capture-[^/]*\.jsonl$/;
+
 /** How far apart (ms) a capture's start and a transcript's can be for one call (client and proxy clocks). */
 const SAME_CALL_MS = 10_000;
 
@@ -92,7 +95,7 @@ export async function* mergeCaptures(
       if (!head) continue;
       streams.push(stream);
       heads.push(head);
-      transcript.push(!/(^|\/)capture-[^/]*\.jsonl$/.test(first.file));
+      transcript.push(!CAPTURE_NAME.test(first.file));
     }
   };
   const window = options.dedupeWindow ?? 200_000;
@@ -104,6 +107,8 @@ export async function* mergeCaptures(
   const starts: number[] = [];
   // The same for calls (see callKey), with where each was read: a capture's call met again in a transcript.
   const calls = new Map<string, Array<{ start: number; transcript: boolean; paired: boolean }>>();
+  // Only a transcript among the files can pair with a capture's call: without one, no key is made.
+  const pairing = pending.some((p) => !CAPTURE_NAME.test(p.file));
   const callKeys: Array<string | undefined> = [];
   let head = 0;
   let latest = Number.NEGATIVE_INFINITY;
@@ -129,7 +134,7 @@ export async function* mergeCaptures(
       options.onDuplicate?.(next);
       continue;
     }
-    const key = callKey(next.record);
+    const key = pairing ? callKey(next.record) : undefined;
     const start = next.record.times.start;
     const met = key === undefined ? undefined : calls.get(key);
     // Each call read from the other kind of source pairs with one only (retries of a refused call look alike).
