@@ -1,9 +1,10 @@
 // Reads a file as its lines, a chunk at a time, cut where readline cuts them (LF, CRLF, a lone CR), each with
-// the byte offset where it ends. It never holds more than one chunk and the line under way; it never writes.
+// the byte offset where it ends. It holds two chunks at most (the next is read while one is cut) and the line
+// under way; it never writes.
 
 import { open } from 'node:fs/promises';
 
-/** Bytes read at a time: each open file of a merge holds one chunk (readline's stream held 64 KB). */
+/** Bytes read at a time: each open file of a merge holds two chunks at most (readline's stream held 64 KB). */
 const CHUNK = 256 * 1024;
 const LF = 0x0a;
 
@@ -20,18 +21,26 @@ export interface LineBatch {
  */
 export async function* fileLines(file: string, chunkBytes = CHUNK): AsyncGenerator<LineBatch> {
   const handle = await open(file, 'r');
+  const readChunk = async (): Promise<Buffer> => {
+    const chunk = Buffer.allocUnsafe(chunkBytes);
+    const { bytesRead } = await handle.read(chunk, 0, chunkBytes, null);
+    return chunk.subarray(0, bytesRead);
+  };
+  let next: Promise<Buffer> | undefined;
   try {
     let carry: Buffer | undefined;
     let carryAt = 0;
     let offset = 0;
+    next = readChunk();
     for (;;) {
-      const chunk = Buffer.allocUnsafe(chunkBytes);
-      const { bytesRead } = await handle.read(chunk, 0, chunkBytes, null);
-      if (bytesRead === 0) break;
-      const read = chunk.subarray(0, bytesRead);
+      const read = await next;
+      next = undefined;
+      if (read.length === 0) break;
+      // The next chunk (or the end) is read while this one's lines are handed on.
+      next = readChunk();
       const buf: Buffer = carry ? Buffer.concat([carry, read]) : read;
       const base = carry ? carryAt : offset;
-      offset += bytesRead;
+      offset += read.length;
       const batch: LineBatch = { lines: [], ends: [] };
       let from = 0;
       for (let nl = buf.indexOf(LF); nl >= 0; nl = buf.indexOf(LF, from)) {
@@ -49,6 +58,8 @@ export async function* fileLines(file: string, chunkBytes = CHUNK): AsyncGenerat
       yield batch;
     }
   } finally {
+    // A read under way when the reader stops early ends before the file is closed (its error is no news).
+    await next?.catch(() => undefined);
     await handle.close();
   }
 }

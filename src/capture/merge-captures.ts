@@ -28,8 +28,11 @@ export async function distinctCaptureFiles(paths: readonly string[]): Promise<st
   const seen = new Set<string>();
   const out: string[] = [];
   for (const p of paths) {
-    for (const f of await captureFiles(p)) {
-      const real = await realpath(f);
+    const files = await captureFiles(p);
+    // Resolved together (one wait, not one per file).
+    const reals = await Promise.all(files.map((f) => realpath(f)));
+    for (const [i, f] of files.entries()) {
+      const real = reals[i] as string;
       if (seen.has(real)) continue;
       seen.add(real);
       out.push(f);
