@@ -307,7 +307,7 @@ export function* prefixFromCaptureSteps(
   else if (before.length >= n) {
     blocks = before.slice(0, n);
     for (let i = first; i < n; i++) blocks[i] = rest[i - first] as PrefixBlock;
-  } else blocks = before.slice(0, first).concat(rest);
+  } else blocks = (before.length === first ? before : before.slice(0, first)).concat(rest);
   const known = taken?.levels;
   const runs = LEVELS.map((level) => levelRun(blocks, level, known?.[level], first));
   const levels = {} as Record<PrefixLevel, Prefix['levels'][PrefixLevel]>;

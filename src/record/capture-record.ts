@@ -377,7 +377,7 @@ export function applyBlockDelta(
   const blocks =
     prev.length >= shared + rest.length
       ? prev.slice(0, shared + rest.length)
-      : prev.slice(0, shared).concat(rest);
+      : (prev.length === shared ? prev : prev.slice(0, shared)).concat(rest);
   const moved: unknown = base.moved ?? [];
   const runs = Array.isArray(moved) && moved.every(isRun) ? moved : [];
   for (const [first, count, delta] of runs) {
