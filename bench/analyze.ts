@@ -318,6 +318,7 @@ async function measure(label: string, sessions: number, turns: number, hashed = 
         if (child.status !== 0) throw new Error(child.stderr);
         const r = JSON.parse(child.stdout) as {
           ms: number;
+          cpuMs: number;
           records: number;
           peakRss: number;
           misses: number;
@@ -325,7 +326,7 @@ async function measure(label: string, sessions: number, turns: number, hashed = 
         const s = r.ms / 1000;
         const rate = raw / 1e6 / s;
         console.log(
-          `  analysis${base ? ` (${name})` : ''}: ${(r.records / s).toFixed(0)} requests/s, ${rate.toFixed(0)} MB/s of raw request bytes${parseRate ? ` (${(rate / parseRate).toFixed(2)}x JSON.parse)` : ''}, ${s.toFixed(2)} s; peak RSS ${(r.peakRss / 1e6).toFixed(0)} MB; ${r.misses} misses`,
+          `  analysis${base ? ` (${name})` : ''}: ${(r.records / s).toFixed(0)} requests/s, ${rate.toFixed(0)} MB/s of raw request bytes${parseRate ? ` (${(rate / parseRate).toFixed(2)}x JSON.parse)` : ''}, ${s.toFixed(2)} s (CPU ${(r.cpuMs / 1000).toFixed(2)} s); peak RSS ${(r.peakRss / 1e6).toFixed(0)} MB; ${r.misses} misses`,
         );
       }
   } finally {

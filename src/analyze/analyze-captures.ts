@@ -17,6 +17,7 @@ import {
   type Reclassified,
   resolveConversationSteps,
 } from '../conversation/resolve-conversation.js';
+import { LruMap } from '../core/lru-map.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
 import { type CapturedPrefix, type CaptureRecord, UNRECORDED_KIND } from '../record/capture-record.js';
@@ -384,7 +385,9 @@ export async function analyzeRecords(
   for await (const r of records) {
     count++;
     const start = r.times.start;
-    let lo = 0;
+    // In order (the usual case): after every waiting record, found without a search.
+    const last = pending[pending.length - 1];
+    let lo = last === undefined || last.record.times.start <= start ? pending.length : 0;
     let hi = pending.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
@@ -420,7 +423,11 @@ export class Analyzer {
   private recentBlocks = 0;
   /** Prefix blocks shared between records that share captured blocks (the reader's delta bases). */
   private readonly reuse = new CapturedPrefixReuse();
-  private readonly recent = new Map<string, Seen>();
+  /**
+   * Recent requests, oldest first (in the order remembered: read with `peek`, which keeps it). An LruMap, not
+   * a Map: the oldest of a Map is found by walking over the hole each delete at its front left.
+   */
+  private readonly recent = new LruMap<Seen>(Number.POSITIVE_INFINITY);
   private readonly sessions = new Map<string, SessionSummary>();
   private readonly requests: AnalyzedRequest[] = [];
   private readonly misses: Miss[] = [];
@@ -512,7 +519,7 @@ export class Analyzer {
       if (res && r.responseId) this.conversations.addResponse(r.responseId, r.id);
       if (this.options.bounds) this.conversations.prune(start);
     }
-    const parent = res?.parent ? this.recent.get(res.parent) : undefined;
+    const parent = res?.parent ? this.recent.peek(res.parent) : undefined;
     const conversation = res?.conversation ?? `none-${r.id}`;
     const session = label ?? (res?.relation === 'fork' && parent ? parent.session : conversation);
 
@@ -647,12 +654,12 @@ export class Analyzer {
    * counts each line's array once, and the tails.
    */
   private remember(seen: Seen, parent: Seen | undefined): void {
-    const before = this.recent.get(seen.id);
+    const before = this.recent.peek(seen.id);
     if (before) {
       this.recent.delete(seen.id);
       this.leave(before);
     }
-    const line = parent && this.recent.get(parent.id) === parent ? parent.line : undefined;
+    const line = parent && this.recent.peek(parent.id) === parent ? parent.line : undefined;
     const blocks = seen.prefix.blocks;
     let range = line ? sharedBlocks(line.blocks, blocks) : NOT_SHARED;
     // Records built apart (the live analysis: each exchange's blocks are its own objects) share no objects
@@ -680,13 +687,13 @@ export class Analyzer {
       parent &&
       seen.row.relation === 'continues' &&
       parent.conversation === seen.conversation &&
-      this.recent.get(parent.id) === parent
+      this.recent.peek(parent.id) === parent
     ) {
       this.recent.delete(parent.id);
       this.leave(parent);
     }
     while (this.recent.size > this.maxRecent || (this.recentBlocks > RECENT_BLOCKS && this.recent.size > 1)) {
-      const oldest = this.recent.values().next().value;
+      const oldest = this.recent.first()?.[1];
       if (oldest === undefined) break;
       this.recent.delete(oldest.id);
       this.leave(oldest);
@@ -708,7 +715,7 @@ export class Analyzer {
    * parent's).
    */
   private reclassify(c: Reclassified): void {
-    const seen = this.recent.get(c.request);
+    const seen = this.recent.peek(c.request);
     if (!seen) return;
     const { relation } = c;
     const row = seen.row;
@@ -719,7 +726,7 @@ export class Analyzer {
     if (relation === 'fork' && parentId) row.fork = { parent: parentId };
     else delete row.fork;
     if (summary && wasFork !== !!row.fork) summary.forks += row.fork ? 1 : -1;
-    const parentRow = parentId ? this.recent.get(parentId)?.row : undefined;
+    const parentRow = parentId ? this.recent.peek(parentId)?.row : undefined;
     row.conversation = c.conversation;
     seen.conversation = c.conversation;
     if (relation === 'fork') row.turn = 1;

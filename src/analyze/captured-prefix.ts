@@ -31,6 +31,8 @@ export interface CapturedChain {
   /** Message ends of an earlier record of the chain, valid for its first `endsShared` blocks. */
   ends: MessageEnd[] | undefined;
   endsShared: number;
+  /** The levels of the prefix built with `blocks`. */
+  levels: Prefix['levels'] | undefined;
 }
 
 export class CapturedPrefixReuse {
@@ -60,6 +62,8 @@ export class CapturedPrefixReuse {
     states: Array<readonly number[]>;
     shared: number;
     chain: CapturedChain | undefined;
+    /** The levels of the prefix built with `blocks`. */
+    levels: Prefix['levels'] | undefined;
   } {
     this.taken = undefined;
     const first = captured[0];
@@ -77,7 +81,8 @@ export class CapturedPrefixReuse {
         if (n === captured.length || n >= c.captured.length - 1) break;
       }
     }
-    if (!list || !prev) return { captured: [], blocks: [], states: [], shared: 0, chain: undefined };
+    if (!list || !prev)
+      return { captured: [], blocks: [], states: [], shared: 0, chain: undefined, levels: undefined };
     // Only the tools and system shared: another conversation's chain, which stays as it is.
     if (prev.captured[lo - 1]?.level !== 'messages')
       return {
@@ -86,13 +91,21 @@ export class CapturedPrefixReuse {
         states: prev.states.slice(0, lo),
         shared: lo,
         chain: undefined,
+        levels: prev.levels,
       };
     this.taken = { list, chain: prev };
     // The same conversation: the next keep replaces this chain. Its states are only ever read here: cut
     // them in place rather than copy them (the blocks are the prefix's own, and an earlier prefix still
     // holds the old list).
     prev.states.length = lo;
-    return { captured: prev.captured, blocks: prev.blocks, states: prev.states, shared: lo, chain: prev };
+    return {
+      captured: prev.captured,
+      blocks: prev.blocks,
+      states: prev.states,
+      shared: lo,
+      chain: prev,
+      levels: prev.levels,
+    };
   }
 
   /** A tools or system block built before for other records with the same key (see {@link sharedKey}). */
@@ -129,6 +142,7 @@ export class CapturedPrefixReuse {
     blocks: PrefixBlock[],
     states: Array<readonly number[]>,
     from: { chain: CapturedChain | undefined; shared: number },
+    levels: Prefix['levels'],
   ): void {
     const taken = this.taken;
     this.taken = undefined;
@@ -147,7 +161,7 @@ export class CapturedPrefixReuse {
       list.splice(at, 1);
       letGo(taken.chain);
     }
-    list.unshift({ captured, blocks, states, ends, endsShared });
+    list.unshift({ captured, blocks, states, ends, endsShared, levels });
     // Chains past the bound go the same way (their records may still hold them).
     while (list.length > MAX_CHAINS) letGo(list.pop() as CapturedChain);
   }
@@ -223,8 +237,6 @@ export function* prefixFromCaptureSteps(
   const taken = reuse?.take(captured.blocks);
   const states = taken?.states ?? [];
   const from = taken?.shared ?? 0;
-  // One array of the final length (a slice then pushes left a half-empty tail on every record).
-  const blocks = new Array<PrefixBlock>(captured.blocks.length);
   const before: readonly PrefixBlock[] = taken?.blocks ?? [];
   // The shared run is by cumulative key: a block the chain had as the very same captured object is taken
   // over; one with the same key but an object of its own (it moved in the body: Claude Code's tools and
@@ -232,9 +244,11 @@ export function* prefixFromCaptureSteps(
   // (the same key: the same content up to it).
   const prior = taken?.captured ?? [];
   let first = 0;
-  for (; first < from && prior[first] === captured.blocks[first]; first++)
-    blocks[first] = before[first] as PrefixBlock;
-  let cumulative = first ? (blocks[first - 1] as PrefixBlock).cumulativeTokens : 0;
+  while (first < from && prior[first] === captured.blocks[first]) first++;
+  // The blocks from `first` on, built here; the chain's before them are copied by the array's builtins when
+  // the loop is done (several times faster than an element loop).
+  const rest = new Array<PrefixBlock>(captured.blocks.length - first);
+  let cumulative = first ? (before[first - 1] as PrefixBlock).cumulativeTokens : 0;
   const transcript = new TranscriptChain();
   if (from) transcript.load(states[from - 1] as readonly number[]);
   for (let i = first; i < captured.blocks.length; i++) {
@@ -243,7 +257,7 @@ export function* prefixFromCaptureSteps(
     cumulative += b.tokens;
     const twin = i < from;
     if (twin && (prior[i] === b || sameCaptured(prior[i] as CapturedBlock, b))) {
-      blocks[i] = before[i] as PrefixBlock;
+      rest[i - first] = before[i] as PrefixBlock;
       continue;
     }
     // A twin at another offset than the chain's moved in the body (Claude Code's tools and system, after its
@@ -254,7 +268,7 @@ export function* prefixFromCaptureSteps(
     const shareable = b.level !== 'messages' && reuse !== undefined && !moved;
     const key = shareable ? sharedKey(b, i, cumulative) : '';
     const known = shareable ? reuse.shared(key) : undefined;
-    if (known) blocks[i] = known;
+    if (known) rest[i - first] = known;
     else {
       // Every block gets every field, in one order: one object shape (a shape per block fills the live
       // analysis with hidden classes).
@@ -281,35 +295,41 @@ export function* prefixFromCaptureSteps(
             : undefined,
       };
       if (shareable) reuse.share(key, block);
-      blocks[i] = block;
+      rest[i - first] = block;
     }
     // A twin's transcript state is the chain's, already in `states`.
     if (!twin) states.push(transcript.save());
   }
-  reuse?.keep(captured.blocks, blocks, states, { chain: taken?.chain, shared: from });
+  // One array of the final length (a slice then pushes left a half-empty tail on every record).
+  const n = captured.blocks.length;
+  let blocks: PrefixBlock[];
+  if (first === 0) blocks = rest;
+  else if (before.length >= n) {
+    blocks = before.slice(0, n);
+    for (let i = first; i < n; i++) blocks[i] = rest[i - first] as PrefixBlock;
+  } else blocks = (before.length === first ? before : before.slice(0, first)).concat(rest);
+  const known = taken?.levels;
+  const runs = LEVELS.map((level) => levelRun(blocks, level, known?.[level], first));
   const levels = {} as Record<PrefixLevel, Prefix['levels'][PrefixLevel]>;
-  for (const level of LEVELS) {
-    let start = blocks.findIndex((b) => b.level === level);
-    let end = start;
+  LEVELS.forEach((level, l) => {
+    let [start, end] = runs[l] as [number, number];
     if (start < 0) {
       // An empty level sits where the next level starts.
-      const after = LEVELS.slice(LEVELS.indexOf(level) + 1)
-        .map((l) => blocks.findIndex((b) => b.level === l))
-        .find((i) => i >= 0);
-      start = after ?? blocks.length;
+      start = runs.slice(l + 1).find(([s]) => s >= 0)?.[0] ?? blocks.length;
       end = start;
-    } else {
-      while (end < blocks.length && blocks[end]?.level === level) end++;
     }
     // Captures from before fold hashes were kept: the level's parameters stand in (same level, same params).
     const foldHash = captured.folds?.[level] ?? `${level}:${JSON.stringify(captured.params?.[level] ?? {})}`;
+    // The chain's own string where it is the same (an interned one: no lookup).
+    const chained = known?.[level].foldHash;
     levels[level] = {
       start,
       end,
       params: captured.params?.[level] ?? {},
-      foldHash: reuse ? reuse.intern(foldHash) : foldHash,
+      foldHash: chained === foldHash ? chained : reuse ? reuse.intern(foldHash) : foldHash,
     };
-  }
+  });
+  reuse?.keep(captured.blocks, blocks, states, { chain: taken?.chain, shared: from }, levels);
   const makeBody = () =>
     ({
       format: captured.format as WireFormat,
@@ -332,6 +352,34 @@ export function* prefixFromCaptureSteps(
   };
   if (captured.auto) prefix.autoCacheControl = captured.auto;
   return prefix;
+}
+
+/**
+ * Where `level`'s first run of blocks is: its first block and the end of the run ([-1, -1]: none). The first
+ * `shared` blocks are the very objects of the prefix whose levels are `known` (if any): what that prefix's
+ * run says of them holds, and only the blocks after them are looked at.
+ */
+function levelRun(
+  blocks: readonly PrefixBlock[],
+  level: PrefixLevel,
+  known: Prefix['levels'][PrefixLevel] | undefined,
+  shared: number,
+): [number, number] {
+  let start = -1;
+  let end: number;
+  // A known level with blocks begins at its first one; an empty one has none among the shared blocks.
+  if (known && known.end > known.start && known.start < shared) {
+    start = known.start;
+    if (known.end < shared) return [start, known.end];
+    end = shared;
+  } else {
+    for (let i = known ? shared : 0; i < blocks.length && start < 0; i++)
+      if ((blocks[i] as PrefixBlock).level === level) start = i;
+    if (start < 0) return [-1, -1];
+    end = start;
+  }
+  while (end < blocks.length && blocks[end]?.level === level) end++;
+  return [start, end];
 }
 
 const NO_CAPTURED: readonly CapturedBlock[] = [];
@@ -361,6 +409,7 @@ function letGo(chain: CapturedChain): void {
   chain.blocks = [];
   chain.states = [];
   chain.ends = undefined;
+  chain.levels = undefined;
 }
 
 /** Chains kept per first block: as many interleaved conversations as the proxy's prefix builder keeps. */

@@ -118,7 +118,9 @@ export class AnthropicCache {
       const lowest = Math.max(0, bp.blockIndex - LOOKBACK_POSITIONS + 1);
       for (let i = bp.blockIndex; i >= lowest; i--) {
         if (hit && i <= hit.blockIndex) break;
-        const entry = this.store.lookup(keyAt(i), start);
+        // One key for both looks (each new string is flattened and hashed again by the map).
+        const key = keyAt(i);
+        const entry = this.store.lookup(key, start);
         if (entry) {
           hit = {
             blockIndex: i,
@@ -129,7 +131,7 @@ export class AnthropicCache {
           hitEntry = entry;
           break;
         }
-        if (this.store.peek(keyAt(i), start)) pendingMatches++;
+        if (this.store.peek(key, start)) pendingMatches++;
       }
     }
     if (hitEntry) this.store.touch(hitEntry, start);

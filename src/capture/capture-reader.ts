@@ -3,10 +3,8 @@
 // line; memory does not grow with the capture's size. Agent transcripts among the files (told from their
 // content) are read by their source adapter instead.
 
-import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import {
   applyBlockDelta,
   type CapturedBlock,
@@ -20,6 +18,7 @@ import { fileKind, transcriptFiles } from '../sources/transcript-files.js';
 import { normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 import { BodyReconstructionError, rebuildBody } from './body-delta.js';
 import { CAPTURE_FILE } from './capture-writer.js';
+import { fileLines } from './file-lines.js';
 import { isNotCaptured, type NotCapturedMarker } from './not-captured.js';
 
 export type { ReadRecord };
@@ -83,83 +82,81 @@ export async function* readCaptures(
         { id: string; blocks: CapturedBlock[]; params: CapturedPrefix['params'] }
       >();
       const headersOf = new Map<string, Record<string, string>>();
-      const input = createReadStream(file);
-      let bytes = 0;
-      const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
       let n = 0;
-      for await (const text of lines) {
-        n++;
-        bytes += Buffer.byteLength(text) + 1;
-        if (n % 1000 === 0) options.onProgress?.(file, bytes, size);
-        if (text.trim() === '') continue;
-        let value: unknown;
-        try {
-          value = JSON.parse(text);
-        } catch {
-          warn(`${file}:${n}: skipped a torn or invalid line (${text.length} characters, not JSON)`);
-          continue;
-        }
-        if (isNotCaptured(value)) {
-          options.onNotCaptured?.(value, file, n);
-          continue;
-        }
-        if (!isRecord(value)) {
-          warn(`${file}:${n}: skipped a line that is not a cacheward capture record`);
-          continue;
-        }
-        if (value.headers && value.headers['='] === 'previous')
-          value.headers = headersOf.get(value.session.key) ?? {};
-        headersOf.set(value.session.key, value.headers ?? {});
-        if (value.usage && !value.usage.normalized) {
-          const n =
-            value.provider === 'anthropic'
-              ? normalizeAnthropicUsage(value.usage.raw)
-              : normalizeOpenAIUsage(value.usage.raw);
-          if (n) value.usage.normalized = n;
-        }
-        const prefix = value.prefix;
-        if (prefix) {
-          const session = value.session.key;
-          if (prefix.base) {
-            const prev = blocksOf.get(session);
-            if (!prev || prev.id !== prefix.base.id) {
-              warn(
-                `${file}:${n}: the prefix of ${value.id} refers to ${prefix.base.id}, which is not in this file; its blocks are incomplete`,
-              );
-            } else {
-              const { blocks, movedOk } = applyBlockDelta(prev.blocks, prefix.base, prefix.blocks);
-              if (!movedOk)
+      for await (const { lines, ends } of fileLines(file))
+        for (let i = 0; i < lines.length; i++) {
+          const text = lines[i] as string;
+          n++;
+          if (n % 1000 === 0) options.onProgress?.(file, ends[i] as number, size);
+          if (text.trim() === '') continue;
+          let value: unknown;
+          try {
+            value = JSON.parse(text);
+          } catch {
+            warn(`${file}:${n}: skipped a torn or invalid line (${text.length} characters, not JSON)`);
+            continue;
+          }
+          if (isNotCaptured(value)) {
+            options.onNotCaptured?.(value, file, n);
+            continue;
+          }
+          if (!isRecord(value)) {
+            warn(`${file}:${n}: skipped a line that is not a cacheward capture record`);
+            continue;
+          }
+          if (value.headers && value.headers['='] === 'previous')
+            value.headers = headersOf.get(value.session.key) ?? {};
+          headersOf.set(value.session.key, value.headers ?? {});
+          if (value.usage && !value.usage.normalized) {
+            const n =
+              value.provider === 'anthropic'
+                ? normalizeAnthropicUsage(value.usage.raw)
+                : normalizeOpenAIUsage(value.usage.raw);
+            if (n) value.usage.normalized = n;
+          }
+          const prefix = value.prefix;
+          if (prefix) {
+            const session = value.session.key;
+            if (prefix.base) {
+              const prev = blocksOf.get(session);
+              if (!prev || prev.id !== prefix.base.id) {
                 warn(
-                  `${file}:${n}: the moved blocks of ${value.id} are not [first, count, delta] runs; their offsets are the base's`,
+                  `${file}:${n}: the prefix of ${value.id} refers to ${prefix.base.id}, which is not in this file; its blocks are incomplete`,
                 );
-              prefix.blocks = blocks;
-              if (prefix.params?.tools?.['='] === 'base') prefix.params = prev.params;
-              delete prefix.base;
+              } else {
+                const { blocks, movedOk } = applyBlockDelta(prev.blocks, prefix.base, prefix.blocks);
+                if (!movedOk)
+                  warn(
+                    `${file}:${n}: the moved blocks of ${value.id} are not [first, count, delta] runs; their offsets are the base's`,
+                  );
+                prefix.blocks = blocks;
+                if (prefix.params?.tools?.['='] === 'base') prefix.params = prev.params;
+                delete prefix.base;
+              }
+            }
+            if (!prefix.base)
+              blocksOf.set(session, { id: value.id, blocks: prefix.blocks, params: prefix.params });
+          }
+          const out: ReadRecord = { record: value, file, line: n };
+          if (options.bodies !== false && value.body) {
+            try {
+              out.body = rebuildBody(value.body, (id) => bodies.get(id));
+              if (value.clientBody)
+                out.clientBody = rebuildBody(value.clientBody, (id) =>
+                  id === value.id ? out.body : bodies.get(id),
+                );
+              const session = value.session.key;
+              const previous = latestOf.get(session);
+              if (previous) bodies.delete(previous);
+              bodies.set(value.id, out.body);
+              latestOf.set(session, value.id);
+            } catch (err) {
+              if (!(err instanceof BodyReconstructionError)) throw err;
+              warn(`${file}:${n}: the request body of ${value.id} cannot be rebuilt: ${err.message}`);
             }
           }
-          if (!prefix.base)
-            blocksOf.set(session, { id: value.id, blocks: prefix.blocks, params: prefix.params });
+          yield out;
         }
-        const out: ReadRecord = { record: value, file, line: n };
-        if (options.bodies !== false && value.body) {
-          try {
-            out.body = rebuildBody(value.body, (id) => bodies.get(id));
-            if (value.clientBody)
-              out.clientBody = rebuildBody(value.clientBody, (id) =>
-                id === value.id ? out.body : bodies.get(id),
-              );
-            const session = value.session.key;
-            const previous = latestOf.get(session);
-            if (previous) bodies.delete(previous);
-            bodies.set(value.id, out.body);
-            latestOf.set(session, value.id);
-          } catch (err) {
-            if (!(err instanceof BodyReconstructionError)) throw err;
-            warn(`${file}:${n}: the request body of ${value.id} cannot be rebuilt: ${err.message}`);
-          }
-        }
-        yield out;
-      }
       options.onProgress?.(file, size, size);
     }
   }

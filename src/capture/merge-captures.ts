@@ -28,8 +28,11 @@ export async function distinctCaptureFiles(paths: readonly string[]): Promise<st
   const seen = new Set<string>();
   const out: string[] = [];
   for (const p of paths) {
-    for (const f of await captureFiles(p)) {
-      const real = await realpath(f);
+    const files = await captureFiles(p);
+    // Resolved together (one wait, not one per file).
+    const reals = await Promise.all(files.map((f) => realpath(f)));
+    for (const [i, f] of files.entries()) {
+      const real = reals[i] as string;
       if (seen.has(real)) continue;
       seen.add(real);
       out.push(f);
@@ -47,6 +50,9 @@ async function fileStart(file: string): Promise<number> {
   const [, y, mo, d, h, mi, se] = m.map(Number) as number[];
   return Date.UTC(y as number, (mo as number) - 1, d, h, mi, se);
 }
+
+/** A capture file's name (any other file is read as an agent transcript). */
+const CAPTURE_NAME = /(^|\/)capture-[^/]*\.jsonl$/;
 
 /** How far apart (ms) a capture's start and a transcript's can be for one call (client and proxy clocks). */
 const SAME_CALL_MS = 10_000;
@@ -76,20 +82,23 @@ export async function* mergeCaptures(
   const heads: Array<ReadRecord | undefined> = [];
   /** Whether each stream is an agent transcript (not a capture file). */
   const transcript: boolean[] = [];
+  /** Whether the next file to open is due: it may hold a record before every open stream's next. */
+  const due = (): boolean => {
+    const first = pending[0];
+    if (!first) return false;
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const h of heads) if (h && h.record.times.start < earliest) earliest = h.record.times.start;
+    return first.stamp <= earliest;
+  };
   const openDue = async () => {
-    for (;;) {
-      const first = pending[0];
-      if (!first) return;
-      let earliest = Number.POSITIVE_INFINITY;
-      for (const h of heads) if (h && h.record.times.start < earliest) earliest = h.record.times.start;
-      if (first.stamp > earliest) return;
-      pending.shift();
+    while (due()) {
+      const first = pending.shift() as { file: string; stamp: number };
       const stream = readCaptures([first.file], sourced);
       const head = (await stream.next()).value ?? undefined;
       if (!head) continue;
       streams.push(stream);
       heads.push(head);
-      transcript.push(!/(^|\/)capture-[^/]*\.jsonl$/.test(first.file));
+      transcript.push(!CAPTURE_NAME.test(first.file));
     }
   };
   const window = options.dedupeWindow ?? 200_000;
@@ -101,11 +110,14 @@ export async function* mergeCaptures(
   const starts: number[] = [];
   // The same for calls (see callKey), with where each was read: a capture's call met again in a transcript.
   const calls = new Map<string, Array<{ start: number; transcript: boolean; paired: boolean }>>();
+  // Only a transcript among the files can pair with a capture's call: without one, no key is made.
+  const pairing = pending.some((p) => !CAPTURE_NAME.test(p.file));
   const callKeys: Array<string | undefined> = [];
   let head = 0;
   let latest = Number.NEGATIVE_INFINITY;
   for (;;) {
-    await openDue();
+    // Checked before awaiting: most records open no file, and an await per record costs a turn of the loop.
+    if (due()) await openDue();
     let at = -1;
     for (let i = 0; i < heads.length; i++) {
       const h = heads[i];
@@ -125,7 +137,7 @@ export async function* mergeCaptures(
       options.onDuplicate?.(next);
       continue;
     }
-    const key = callKey(next.record);
+    const key = pairing ? callKey(next.record) : undefined;
     const start = next.record.times.start;
     const met = key === undefined ? undefined : calls.get(key);
     // Each call read from the other kind of source pairs with one only (retries of a refused call look alike).

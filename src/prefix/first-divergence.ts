@@ -102,7 +102,7 @@ function divergenceAt(a: Prefix, b: Prefix): Divergence | null {
     for (let i = 0; i < n; i++) {
       const ba = a.blocks[la.start + i] as PrefixBlock;
       const bb = b.blocks[lb.start + i] as PrefixBlock;
-      if (ba.hash !== bb.hash) return blocksDivergence(a, b, level, la.start + i, lb.start + i);
+      if (ba !== bb && ba.hash !== bb.hash) return blocksDivergence(a, b, level, la.start + i, lb.start + i);
     }
     // Messages may simply grow (or be cut short): that is not a divergence. Tools and system may not.
     if (level !== 'messages' && la.end - la.start !== lb.end - lb.start) {

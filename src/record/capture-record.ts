@@ -371,10 +371,13 @@ export function applyBlockDelta(
   base: { shared: number; moved?: unknown },
   rest: readonly CapturedBlock[],
 ): { blocks: CapturedBlock[]; movedOk: boolean } {
-  // One array per record, of its final length (a slice and pushes left a half-empty tail).
   const shared = Math.min(base.shared, prev.length);
-  const blocks = new Array<CapturedBlock>(shared + rest.length);
-  for (let i = 0; i < shared; i++) blocks[i] = prev[i] as CapturedBlock;
+  // One array per record, of its final length (a slice and pushes left a half-empty tail), made by the
+  // array's builtin copies (several times faster than an element loop); `rest` is written over its end.
+  const blocks =
+    prev.length >= shared + rest.length
+      ? prev.slice(0, shared + rest.length)
+      : (prev.length === shared ? prev : prev.slice(0, shared)).concat(rest);
   const moved: unknown = base.moved ?? [];
   const runs = Array.isArray(moved) && moved.every(isRun) ? moved : [];
   for (const [first, count, delta] of runs) {
