@@ -18,10 +18,10 @@ import {
   resolveConversationSteps,
 } from '../conversation/resolve-conversation.js';
 import { LruMap } from '../core/lru-map.js';
+import { drainSteps } from '../core/steps.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
 import { type CapturedPrefix, type CaptureRecord, UNRECORDED_KIND } from '../record/capture-record.js';
-import { drainSteps } from '../wire/json-scan.js';
 import { type NormalizedUsage, normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 import {
   canTakeOver,

@@ -2,11 +2,11 @@
 // run over captures exactly as they run in the simulator. No body, no text: keys, sizes and markers only.
 
 import { LruMap } from '../core/lru-map.js';
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 import type { Prefix, PrefixBlock, PrefixLevel } from '../prefix/build-prefix.js';
 import { extendMessageEndsSteps, type MessageEnd, messageEndsSteps } from '../prefix/message-ends.js';
 import { TranscriptChain } from '../prefix/transcript.js';
 import type { CapturedBlock, CapturedPrefix } from '../record/capture-record.js';
-import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { RequestBody, WireFormat } from '../wire/request-body.js';
 
 const LEVELS: PrefixLevel[] = ['tools', 'system', 'messages'];

@@ -1,8 +1,8 @@
 // The Anthropic prompt-cache model: breakpoints, 20-block lookback, TTLs refreshed on read, minimums,
 // writes readable once the writing response begins, A/B/C usage. Pure: time and scope are passed in.
 
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 import type { Prefix } from '../prefix/build-prefix.js';
-import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import { type AnthropicModelFacts, anthropicModelFacts } from './anthropic-models.js';
 import {
   anthropicBreakpoints,

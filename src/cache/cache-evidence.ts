@@ -2,8 +2,8 @@
 // (an entry that expired with its own TTL, beyond the lookback, still being written, below the minimum,
 // another route, rounding). Pure; the analyzer turns evidence into a cause and never guesses TTLs itself.
 
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 import type { Prefix } from '../prefix/build-prefix.js';
-import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { EntryStore } from './entry-store.js';
 
 /** Why a cached prefix longer than what was read could not be read. */

@@ -1,7 +1,7 @@
 // A capture record serialized as its JSON line in bounded steps: the same bytes JSON.stringify gives, made
 // a few hundred blocks (or 64 K characters of a body) at a time and encoded in pieces. Pure; never reorders.
 
-import { STEP_BYTES, STEP_ITEMS } from '../wire/json-scan.js';
+import { STEP_BYTES, STEP_ITEMS } from '../core/steps.js';
 
 /** Objects this deep are walked key by key (the record, its prefix, its bodies); deeper values are whole. */
 const WALK_DEPTH = 3;

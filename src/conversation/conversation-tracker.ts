@@ -4,9 +4,9 @@
 
 import { longestCacheTtlMs } from '../cache/longest-ttl.js';
 import { StepQueue } from '../core/step-queue.js';
+import { drainSteps } from '../core/steps.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { messageEndsSteps } from '../prefix/message-ends.js';
-import { drainSteps } from '../wire/json-scan.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { type ConversationSnapshot, MemoryConversationStore } from './conversation-store.js';
 import { lastMessageKey, lazyAnchors } from './reply-keys.js';

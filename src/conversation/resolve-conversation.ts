@@ -3,8 +3,8 @@
 // Pure: the store is passed in and out. It never reads a body, a clock or a header; there is no default
 // bucket (strangers share nothing), and two different labels are never one line or a fork of each other.
 
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 import type { MessageEnd } from '../prefix/message-ends.js';
-import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { ConversationStore, Relation, RequestNode } from './conversation-store.js';
 import type { ReplyAnchor } from './reply-keys.js';
 

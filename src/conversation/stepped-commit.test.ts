@@ -3,9 +3,9 @@
 // steps of a commit sees what commitConversationSteps documents.
 
 import { describe, expect, it } from 'vitest';
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { messageEnds } from '../prefix/message-ends.js';
-import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import { MemoryConversationStore } from './conversation-store.js';
 import { ConversationTracker } from './conversation-tracker.js';
 

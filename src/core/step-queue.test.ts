@@ -2,8 +2,8 @@
 // Pure: no timer, no clock.
 
 import { describe, expect, it } from 'vitest';
-import { drainSteps } from '../wire/json-scan.js';
 import { StepQueue } from './step-queue.js';
+import { drainSteps } from './steps.js';
 
 function* job(name: string, pieces: number, log: string[]): Generator<void, string> {
   for (let i = 0; i < pieces; i++) {

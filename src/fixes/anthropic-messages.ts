@@ -7,9 +7,10 @@ import { isObj, type Json } from '../core/json.js';
 
 export { isObj, type Json } from '../core/json.js';
 
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
-import { decodeKey, drainSteps, itemsTakenOver, type ScanNode, STEP_ITEMS } from '../wire/json-scan.js';
+import { decodeKey, itemsTakenOver, type ScanNode } from '../wire/json-scan.js';
 import type { FixRequest } from './fix.js';
 
 export type Message = { role: string; content: string | Json[]; [k: string]: unknown };

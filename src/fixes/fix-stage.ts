@@ -1,9 +1,9 @@
 // The fix stage the proxy and the replay gate share: fixes run on the parent request's state, and the
 // stability guard keeps whichever outcome keeps the most of the parent's cache. Pure: no clock, no I/O.
 
+import { drainSteps } from '../core/steps.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { sharedPrefixTokens } from '../prefix/first-divergence.js';
-import { drainSteps } from '../wire/json-scan.js';
 import { at, type Fix, type FixContext, type PipelineResult, runFixesSteps } from './fix.js';
 import { checkStability, type ForwardedPair } from './stability.js';
 import { withdrawalsOnly } from './withdrawal.js';

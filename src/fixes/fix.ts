@@ -5,8 +5,8 @@
 
 import type { Relation } from '../conversation/conversation-store.js';
 import { CachewardError } from '../core/errors.js';
+import { drainSteps } from '../core/steps.js';
 import type { Prefix } from '../prefix/build-prefix.js';
-import { drainSteps } from '../wire/json-scan.js';
 import { applyPatches, type BytePatch, type ClientEdit, PatchTrail } from './byte-patch.js';
 import { isWithdrawn } from './withdrawal.js';
 

@@ -2,8 +2,8 @@
 // Pure: no proxy, no clock.
 
 import { describe, expect, it } from 'vitest';
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 import { PrefixBuilder } from '../prefix/build-prefix.js';
-import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import { historyShapes, historyShapesSteps } from './anthropic-messages.js';
 import { pinReminders } from './pin-reminders.js';
 

@@ -3,8 +3,9 @@
 // Its state holds roles, shapes and the prefix model's block identities (hashes), never message text; the
 // messages it restores are made of the client's own block bytes (Anthropic Messages only).
 
+import { drainSteps } from '../core/steps.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
-import { decodeKey, drainSteps, type ScanNode } from '../wire/json-scan.js';
+import { decodeKey, type ScanNode } from '../wire/json-scan.js';
 import type { ByteSpan } from '../wire/request-body.js';
 import { historyShapesSteps, type MessageShape } from './anthropic-messages.js';
 import type { BytePatch } from './byte-patch.js';

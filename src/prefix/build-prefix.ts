@@ -2,7 +2,8 @@
 // with the render-affecting parameters folded in at the level they invalidate (SPEC-caching.md). Pure.
 
 import { hash } from 'node:crypto';
-import { drainSteps, STEP_BYTES, STEP_ITEMS, sharedByteCount } from '../wire/json-scan.js';
+import { drainSteps, STEP_BYTES, STEP_ITEMS } from '../core/steps.js';
+import { sharedByteCount } from '../wire/json-scan.js';
 import {
   type ByteSpan,
   type ParseRequestOptions,

@@ -2,7 +2,7 @@
 // key (what the cache can share), the transcript key (which conversation this is) and the tokens so far.
 // Read from the prefix model only; it never parses a body.
 
-import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 import { blocksTakenOver, type Prefix, type PrefixBlock } from './build-prefix.js';
 
 /** One message end of a prefix. */

@@ -2,7 +2,8 @@
 // Pure: no event loop is involved.
 
 import { describe, expect, it } from 'vitest';
-import { drainSteps, STEP_ITEMS, scanJson, scanJsonSteps } from '../wire/json-scan.js';
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
+import { scanJson, scanJsonSteps } from '../wire/json-scan.js';
 import { type Prefix, PrefixBuilder } from './build-prefix.js';
 
 /** A body of `n` short messages after a tool and a system prompt. */

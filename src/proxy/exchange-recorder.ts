@@ -5,6 +5,7 @@
 import type { CaptureWriter } from '../capture/capture-writer.js';
 import type { ConversationTracker, TrackedRequest } from '../conversation/conversation-tracker.js';
 import { recordedConversation } from '../conversation/conversation-tracker.js';
+import { drainSteps } from '../core/steps.js';
 import { type Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import {
   type CaptureRecord,
@@ -12,7 +13,6 @@ import {
   type FixNote,
   keptHeaders,
 } from '../record/capture-record.js';
-import { drainSteps } from '../wire/json-scan.js';
 import { formatFromRoute } from '../wire/request-body.js';
 import { type StreamSummary, summarizeResponse } from '../wire/sse-stream.js';
 import { LARGE_BODY_BYTES } from './memory-release.js';

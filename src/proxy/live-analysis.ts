@@ -16,10 +16,10 @@ import type { PriceTable } from '../analyze/price-table.js';
 import { capLabel, LABEL_MAX } from '../core/cap-label.js';
 import { StepQueue } from '../core/step-queue.js';
 import { runStepped } from '../core/stepped-work.js';
+import { drainSteps } from '../core/steps.js';
 import type { CaptureRecord } from '../record/capture-record.js';
 import { clockTimeMs } from '../report/miss-line.js';
 import type { LiveFeed } from '../state/proxy-state.js';
-import { drainSteps } from '../wire/json-scan.js';
 
 /** One finished request as the page and the log show it. */
 export interface LiveRequest {

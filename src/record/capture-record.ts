@@ -3,10 +3,10 @@
 
 import { hash } from 'node:crypto';
 import type { CapturedConversation } from '../conversation/conversation-tracker.js';
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 import type { FixNote } from '../fixes/fix.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
-import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
 import type { NormalizedUsage } from '../wire/usage.js';
 
 export type CaptureMode = 'off' | 'hashes' | 'full';

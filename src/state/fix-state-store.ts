@@ -3,7 +3,7 @@
 // persistence is state-file's job. It never does I/O.
 
 import { LruMap } from '../core/lru-map.js';
-import { drainSteps } from '../wire/json-scan.js';
+import { drainSteps } from '../core/steps.js';
 import { SharedValues } from './shared-values.js';
 
 /** The states of every fix, by fix name, after one request. */

@@ -3,7 +3,7 @@
 
 import { hash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 import { FixStateStore } from './fix-state-store.js';
 import { jsonAndSha1Steps } from './json-steps.js';
 

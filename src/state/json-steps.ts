@@ -2,7 +2,7 @@
 // elements at a time between turns of the event loop. It must never write other text than JSON.stringify.
 
 import { createHash } from 'node:crypto';
-import { STEP_ITEMS } from '../wire/json-scan.js';
+import { STEP_ITEMS } from '../core/steps.js';
 
 /**
  * `JSON.stringify(value) ?? 'null'` and the sha1 (hex) of that text, in steps: a plain object's long array

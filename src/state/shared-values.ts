@@ -3,7 +3,7 @@
 
 import { hash } from 'node:crypto';
 import { LruMap } from '../core/lru-map.js';
-import { drainSteps, STEP_ITEMS } from '../wire/json-scan.js';
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 
 /** Arrays remembered to share the next one that begins like them. */
 const RECENT_ARRAYS = 16;

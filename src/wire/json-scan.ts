@@ -2,6 +2,7 @@
 // It never builds values it was not asked to expand and never copies string contents; leaves are parsed later.
 
 import { JsonDepthError, JsonSyntaxError, type TextPosition } from '../core/errors.js';
+import { drainSteps, STEP_BYTES, STEP_ITEMS } from '../core/steps.js';
 import { locateJsonError } from './json-locate.js';
 
 /** What to expand while scanning: object members by key, or every array item. Anything else is a leaf. */
@@ -98,18 +99,6 @@ export function* scanJsonSteps(
   const after = scanner.skipWs(root.end);
   if (after < bytes.length) scanner.fail(after, 'unexpected data after the end of the JSON value');
   return root;
-}
-
-/** Work between two yields of a stepped scan or build: at most this many items, or about this many bytes. */
-export const STEP_ITEMS = 256;
-export const STEP_BYTES = 256 * 1024;
-
-/** Runs a stepped computation to its end, at once (what the synchronous entry points do). */
-export function drainSteps<T>(steps: Generator<void, T>): T {
-  for (;;) {
-    const r = steps.next();
-    if (r.done) return r.value;
-  }
 }
 
 /**

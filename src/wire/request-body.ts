@@ -3,18 +3,17 @@
 
 import { isUtf8 } from 'node:buffer';
 import { JsonSyntaxError, WireFormatError } from '../core/errors.js';
+import { drainSteps, STEP_ITEMS } from '../core/steps.js';
 import {
   byteToPosition,
   decodeKey,
   decodeUtf8,
-  drainSteps,
   itemsTakenFrom,
   MAX_JSON_DEPTH,
   parseSpan,
   type ScanNode,
   type ScanObject,
   type ScanShape,
-  STEP_ITEMS,
   scanJson,
   scanJsonSteps,
   sharedByteCount,

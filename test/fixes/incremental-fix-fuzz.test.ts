@@ -2,12 +2,12 @@
 // bodies, notes and states to a cold one, for random interleaved Anthropic sessions under random edits.
 
 import { describe, expect, it } from 'vitest';
+import { drainSteps } from '../../src/core/steps.js';
 import { runFixStage, runFixStageSteps } from '../../src/fixes/fix-stage.js';
 import { fixRegistry } from '../../src/fixes/registry.js';
 import { PrefixBuilder } from '../../src/prefix/build-prefix.js';
 import { messageEnds } from '../../src/prefix/message-ends.js';
 import { FixStateStore } from '../../src/state/fix-state-store.js';
-import { drainSteps } from '../../src/wire/json-scan.js';
 import {
   type Conversation,
   editConversation,
