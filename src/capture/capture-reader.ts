@@ -5,6 +5,7 @@
 
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { fileLines } from '../core/file-lines.js';
 import {
   applyBlockDelta,
   type CapturedBlock,
@@ -18,7 +19,6 @@ import { fileKind, transcriptFiles } from '../sources/transcript-files.js';
 import { normalizeAnthropicUsage, normalizeOpenAIUsage } from '../wire/usage.js';
 import { BodyReconstructionError, rebuildBody } from './body-delta.js';
 import { CAPTURE_FILE } from './capture-writer.js';
-import { fileLines } from './file-lines.js';
 import { isNotCaptured, type NotCapturedMarker } from './not-captured.js';
 
 export type { ReadRecord };

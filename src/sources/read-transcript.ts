@@ -2,9 +2,8 @@
 // go to the agent's adapter, requests through the prefix model. A shell (reads the file); memory holds what the
 // adapter needs of one session, never the file.
 
-import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
+import { fileLines } from '../core/file-lines.js';
 import type { ReadRecord } from '../record/read-record.js';
 import { SourceRecords } from './source-records.js';
 import type { SourceRequest } from './source-request.js';
@@ -37,16 +36,14 @@ export async function* readTranscript(
     if (bodies && req.exact) out.body = req.body;
     return out;
   };
-  const lines = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
   let n = 0;
-  let bytes = 0;
-  for await (const text of lines) {
-    n++;
-    bytes += Buffer.byteLength(text) + 1;
-    if (n % 1000 === 0) options.onProgress?.(file, bytes, size);
-    adapter.line(text, n);
-    while (adapter.ready.length) yield made(adapter.ready.shift() as SourceRequest);
-  }
+  for await (const { lines, ends } of fileLines(file))
+    for (let i = 0; i < lines.length; i++) {
+      n++;
+      if (n % 1000 === 0) options.onProgress?.(file, ends[i] as number, size);
+      adapter.line(lines[i] as string, n);
+      while (adapter.ready.length) yield made(adapter.ready.shift() as SourceRequest);
+    }
   adapter.end();
   while (adapter.ready.length) yield made(adapter.ready.shift() as SourceRequest);
   options.onProgress?.(file, size, size);
