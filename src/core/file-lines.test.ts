@@ -47,6 +47,27 @@ describe('fileLines', () => {
     expect(ends[ends.length - 1]).toBe(Buffer.byteLength(text));
   });
 
+  it('ends as readline ends: a lone CR, a CRLF, breaks only, a character torn by the end of the file', async () => {
+    const endings = ['a\nb\r', 'a\r\n', '\r\n\r\n', 'x\r', '\n', '\r', 'a\r\rb', 'é\r\n€'];
+    const torn = Buffer.concat([Buffer.from('ok\nab'), Buffer.from('€').subarray(0, 2)]);
+    for (const [i, content] of [...endings.map((e) => Buffer.from(e)), torn].entries()) {
+      const f = join(dir, `ending-${i}.jsonl`);
+      writeFileSync(f, content);
+      const expected = await readlineLines(f);
+      for (const chunk of [1, 2, 3, 1024])
+        expect((await ours(f, chunk)).lines, `${i} at ${chunk}`).toEqual(expected);
+    }
+  });
+
+  it('reads a line of many chunks whole', async () => {
+    const long = join(dir, 'long.jsonl');
+    const line = `{"data":"${'x€'.repeat(300_000)}"}`;
+    writeFileSync(long, `${line}\r\nnext`);
+    const { lines, ends } = await ours(long, 4096);
+    expect(lines).toEqual([line, 'next']);
+    expect(ends[0]).toBe(Buffer.byteLength(line) + 2);
+  });
+
   it('reads an empty file as no lines', async () => {
     const empty = join(dir, 'empty.jsonl');
     writeFileSync(empty, '');
