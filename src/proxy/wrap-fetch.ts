@@ -115,15 +115,13 @@ export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}):
     try {
       response = await fetchImpl(input, init);
     } catch (err) {
-      recorder.record({ ...base, end: clock.now(), outcome: 'upstream_error', error: String(err) });
+      const outcome = isAbort(err) ? 'client_aborted' : 'upstream_error';
+      recorder.record({ ...base, end: clock.now(), outcome, error: String(err) });
       throw err;
     }
     const firstByte = clock.now();
-    const tap = new ResponseTap(
-      format,
-      response.headers.get('content-type'),
-      response.headers.get('content-encoding'),
-    );
+    // A fetch hands on the body decoded (the Fetch standard), whatever its content-encoding header says.
+    const tap = new ResponseTap(format, response.headers.get('content-type'), null);
     if (!response.body) {
       recorder.record({
         ...base,
@@ -151,8 +149,11 @@ export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}):
       // The record is made before the app sees the end, as the proxy's is before the client's last byte.
       complete: () => finished(response.status >= 400 ? 'error' : 'complete'),
       broken: (err) =>
-        finished('upstream_reset', `upstream connection dropped mid-response: ${errorText(err)}`),
+        isAbort(err)
+          ? finished('client_aborted')
+          : finished('upstream_reset', `upstream connection dropped mid-response: ${errorText(err)}`),
       cancelled: () => void finished('client_aborted'),
+      signal: init?.signal ?? (input instanceof Request ? input.signal : undefined),
     });
     return new Response(observed, {
       status: response.status,
@@ -169,11 +170,16 @@ export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}):
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
+/** The app's own abort (its AbortSignal), not the upstream's failure. */
+const isAbort = (err: unknown) => err instanceof Error && err.name === 'AbortError';
+
 /** What happened to a response body the app was reading. */
 interface BodyEnds {
   complete(): Promise<void>;
   broken(err: unknown): Promise<void>;
   cancelled(): void;
+  /** The app's abort signal: an abort while the app is not reading is a cancel too. */
+  signal?: AbortSignal | null | undefined;
 }
 
 /**
@@ -193,6 +199,7 @@ function observedBody(
     told = true;
     return true;
   };
+  ends.signal?.addEventListener('abort', () => once() && ends.cancelled(), { once: true });
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {

@@ -2,9 +2,12 @@
 // mid-stream by the upstream; and a recording failure that must never reach the app's request.
 
 import { mkdtempSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FetchLike, wrapFetch } from '../../src/proxy/wrap-fetch.js';
 import type { CaptureRecord } from '../../src/record/capture-record.js';
 
@@ -106,6 +109,66 @@ describe('wrapFetch, a response not read to its end', () => {
     up.end('finish');
     expect(await reading).toContain('message_stop');
     expect(warnings.join('\n')).toMatch(/not recorded: a subscriber that throws/);
+    await f.close();
+  });
+});
+
+describe('wrapFetch around the platform fetch, on a real server', () => {
+  let server: Server;
+  let url = '';
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      if (req.url === '/gzip/v1/messages') {
+        const body = gzipSync(
+          JSON.stringify({
+            id: 'msg_gz',
+            type: 'message',
+            model: 'claude-opus-5',
+            content: [],
+            usage: { input_tokens: 11, output_tokens: 2, cache_read_input_tokens: 5 },
+          }),
+        );
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+        res.end(body);
+        return;
+      }
+      // A stream that sends its first event and then waits (for the client to go away).
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(START);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it('reads a compressed response as the fetch decoded it: its usage is recorded', async () => {
+    const records: CaptureRecord[] = [];
+    const f = wrapped(globalThis.fetch, (r) => records.push(r));
+    const res = await f(`${url}/gzip/v1/messages`, post);
+    expect(((await res.json()) as { id: string }).id).toBe('msg_gz');
+    expect(records[0]?.outcome).toBe('complete');
+    expect(records[0]?.responseId).toBe('msg_gz');
+    expect(records[0]?.usage?.normalized?.inputTotal).toBe(16);
+    await f.close();
+  });
+
+  it("records the app's abort as client_aborted, while it reads or not", async () => {
+    const records: CaptureRecord[] = [];
+    const f = wrapped(globalThis.fetch, (r) => records.push(r));
+    for (const reading of [true, false]) {
+      const abort = new AbortController();
+      const res = await f(`${url}/v1/messages`, { ...post, signal: abort.signal });
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read();
+      const pending = reading ? reader.read().catch((e: Error) => e) : undefined;
+      abort.abort();
+      await pending;
+    }
+    await new Promise((r) => setImmediate(r));
+    expect(records.map((r) => r.outcome)).toEqual(['client_aborted', 'client_aborted']);
     await f.close();
   });
 });
