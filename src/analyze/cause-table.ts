@@ -6,23 +6,10 @@ import type { CacheEvidence, Unreadable } from '../cache/cache-evidence.js';
 import type { Relation } from '../conversation/conversation-store.js';
 import type { Divergence, PrefixChange } from '../prefix/first-divergence.js';
 import type { UnrecordedPart } from '../record/capture-record.js';
+import type { BustCause } from './bust-cause.js';
 import { locateBreak, type UnrecordedBreak } from './unrecorded-break.js';
 
-/** The closed vocabulary of bust causes (DESIGN.md). */
-export type BustCause =
-  | 'cold_start'
-  | 'tools_changed'
-  | 'system_changed'
-  | 'messages_edited'
-  | 'params_changed'
-  | 'model_changed'
-  | 'fork_diverged'
-  | 'ttl_expired'
-  | 'below_minimum'
-  | 'lookback_exceeded'
-  | 'concurrent'
-  | 'thinking_stripped'
-  | 'unexplained';
+export type { BustCause } from './bust-cause.js';
 
 /** Everything one decision needs. Tokens are the prefix model's estimates (not provider tokens). */
 export interface CauseInput {

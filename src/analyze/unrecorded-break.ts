@@ -2,7 +2,7 @@
 // could have broken it there. A fact about what is known: it never names one cause where several fit. Pure.
 
 import type { UnrecordedPart } from '../record/capture-record.js';
-import type { BustCause } from './cause-table.js';
+import type { BustCause } from './bust-cause.js';
 
 /** The break, located by the tokens the provider read. */
 export interface UnrecordedBreak {
