@@ -1,7 +1,7 @@
 // What every simulator route shares: the caches, the clock, ids, counters, faults and the reply script.
 // One object per simulator; routes never keep state of their own.
 
-import { hash } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { AnthropicCache } from '../cache/anthropic-cache.js';
 import { AnthropicDiagnostics } from '../cache/anthropic-diagnostics.js';
 import type { AnthropicModelFacts } from '../cache/anthropic-models.js';
@@ -58,7 +58,8 @@ export interface SimContextOptions {
   requireApiKey: boolean;
   script: ReplyScript | undefined;
   faults: FaultRate[];
-  seed: number;
+  /** Fault draws and ids from this seed; undefined: draws from 1, ids unique to this simulator. */
+  seed: number | undefined;
   maxBodyBytes: number;
   maxEntries: number | undefined;
   anthropicModelOverrides: Readonly<Record<string, Partial<AnthropicModelFacts>>> | undefined;
@@ -108,8 +109,11 @@ export class SimContext {
         ? {}
         : { overflowPerMinute: options.openaiOverflowPerMinute }),
     });
-    this.rng = options.seed >>> 0 || 1;
-    this.instance = hash('sha256', `${options.seed}`, 'hex').slice(0, 6);
+    this.rng = (options.seed ?? 1) >>> 0 || 1;
+    this.instance =
+      options.seed === undefined
+        ? randomBytes(3).toString('hex')
+        : hash('sha256', `${options.seed}`, 'hex').slice(0, 6);
   }
 
   get clock(): AdvanceableClock {

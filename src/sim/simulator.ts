@@ -33,7 +33,10 @@ export interface SimulatorOptions {
   script?: ReplyScript;
   /** Faults at random rates: `429@0.1,reset-mid-stream@0.01` or parsed rates. */
   faults?: string | FaultRate[];
-  /** Seed for fault draws and ids (default 1). */
+  /**
+   * Seed for fault draws and ids. Without it fault draws use 1 and ids are this simulator's own (no two
+   * simulators answer with the same ids, as no two provider responses share one).
+   */
   seed?: number;
   /** Largest accepted body (default 32 MB, as the Messages API); larger gets a 413. */
   maxBodyBytes?: number;
@@ -83,7 +86,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     requireApiKey: options.requireApiKey ?? true,
     script: options.script,
     faults,
-    seed: options.seed ?? 1,
+    seed: options.seed,
     maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
     maxEntries: options.maxEntries,
     anthropicModelOverrides: options.anthropicModelOverrides,

@@ -17,7 +17,7 @@ interface SimOptions {
   script?: string;
   faults?: string;
   auth: boolean;
-  seed: string;
+  seed?: string;
   zdr?: boolean;
 }
 
@@ -35,7 +35,7 @@ export function registerSim(program: Command, io: CliIO, setExit: (code: number)
     )
     .option('--faults <spec>', 'random faults, e.g. 429@0.1,reset-mid-stream@0.01,slow=20@1')
     .option('--no-auth', 'accept requests without an API key')
-    .option('--seed <n>', 'seed for fault draws and ids (an integer)', '1')
+    .option('--seed <n>', 'seed for fault draws and ids (an integer); without it, ids are unique to this run')
     .option(
       '--zdr',
       'simulate an OpenAI organization with Zero Data Retention: prompt_cache_retention defaults to in_memory (else 24h)',
@@ -46,13 +46,13 @@ export function registerSim(program: Command, io: CliIO, setExit: (code: number)
     )
     .action(async (opts: SimOptions) => {
       const port = parsePort('--port', opts.port);
-      const seed = parseSeed('--seed', opts.seed);
+      const seed = opts.seed === undefined ? undefined : parseSeed('--seed', opts.seed);
       const script = opts.script ? await loadReplyScript(opts.script) : undefined;
       const faults = loadFaultRates(opts.faults);
       const sim = createSimulator({
         requireApiKey: opts.auth,
         faults,
-        seed,
+        ...(seed !== undefined ? { seed } : {}),
         zdr: opts.zdr === true,
         ...(script ? { script } : {}),
         logger: lineLogger('cacheward sim', (l) => io.err(l)),
