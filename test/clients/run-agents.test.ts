@@ -16,12 +16,12 @@ const CLI = builtCli();
 /** `cacheward run --sim -- AGENT…` with a bare environment: a fresh HOME, no keys, no base URLs. */
 function runAgent(
   agent: string[],
+  root = mkdtempSync(join(tmpdir(), 'cacheward-run-agent-')),
 ): Promise<{ code: number | null; stdout: string; stderr: string; dir: string }> {
-  const root = mkdtempSync(join(tmpdir(), 'cacheward-run-agent-'));
   const home = join(root, 'home');
   const work = join(root, 'work');
-  mkdirSync(home, { mode: 0o700 });
-  mkdirSync(work);
+  mkdirSync(home, { mode: 0o700, recursive: true });
+  mkdirSync(work, { recursive: true });
   const dir = join(root, 'captures');
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -68,6 +68,26 @@ describe('cacheward run --sim on real agents', () => {
     expect(r.stdout).toMatch(/Simulated reply \d+\./);
     await summaryMatchesAnalyzer(r.stderr);
   }, 120_000);
+
+  it.each(['newest', 'pinned'] as const)(
+    "counts two runs in one HOME as two sessions in the report on Claude Code's own transcripts (%s)",
+    async (version) => {
+      // The pinned version's transcript names a call by the response's ids: the simulator's must differ per run.
+      const root = mkdtempSync(join(tmpdir(), 'cacheward-run-agent-'));
+      for (const prompt of ['Say hi.', 'Say bye.']) {
+        const r = await runAgent([...claudeCommand(version), '-p', prompt], root);
+        expect(r.code, r.stderr).toBe(0);
+      }
+      const warnings: string[] = [];
+      const result = await analyzePaths([join(root, 'home/.claude/projects')], {
+        prices: new PriceTable(),
+        onWarning: (w) => warnings.push(w),
+      });
+      expect(result.totals.sessions).toBe(2);
+      expect(warnings.join('\n')).not.toContain('counted once');
+    },
+    240_000,
+  );
 
   it('runs Codex (codex exec) with no key and no config', async () => {
     const r = await runAgent([...codexCommand(), 'exec', '--skip-git-repo-check', 'Say hi.']);
