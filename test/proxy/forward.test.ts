@@ -14,14 +14,13 @@ import OpenAI from 'openai';
 import { ProxyAgent, fetch as undiciFetch } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
-import { createProxy, type ProxyOptions } from '../../src/proxy/create-proxy.js';
+import type { ProxyOptions } from '../../src/proxy/create-proxy.js';
 import { CA_KEY_FILE, LocalCa, LocalCaError } from '../../src/proxy/local-ca.js';
 import { agentConversation, appendUserTurn } from '../../src/sim/agent-conversation.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { waitFor } from '../wait-for.js';
-import { API_KEY, OPENAI_KEY } from './helpers.js';
+import { API_KEY, capturingProxy, OPENAI_KEY } from './helpers.js';
 
 type Json = Record<string, any>;
 
@@ -34,26 +33,8 @@ afterAll(() => sim.close());
 const dispatchers: ProxyAgent[] = [];
 afterAll(() => Promise.all(dispatchers.map((d) => d.close())));
 
-async function proxyWith(name: string, extra: Partial<ProxyOptions> = {}) {
-  const dir = join(root, name);
-  const logs: string[] = [];
-  const proxy = createProxy({
-    upstream: simUrl,
-    dir,
-    clock,
-    capture: 'full',
-    logger: { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) },
-    ...extra,
-  });
-  await proxy.listen();
-  afterAll(() => proxy.close());
-  const records = async () => {
-    await proxy.flush();
-    const out = [];
-    for await (const r of readCaptures([dir])) out.push(r);
-    return out;
-  };
-  return { proxy, dir, logs, records };
+function proxyWith(name: string, extra: Partial<ProxyOptions> = {}) {
+  return capturingProxy({ upstream: simUrl, dir: join(root, name), clock, ...extra });
 }
 
 /** A fetch that goes through `proxyUrl` by CONNECT, trusting `ca` (or only the system store). */

@@ -37,22 +37,8 @@ export async function startProxy(
   const clock = new VirtualClock();
   const sim = createSimulator({ clock, ...simOptions });
   const simUrl = await sim.listen();
-  const dir = options.dir ?? join(mkdtempSync(join(tmpdir(), 'cacheward-proxy-')), 'captures');
-  const logs: string[] = [];
-  const proxy = createProxy({
-    upstream: simUrl,
-    dir,
-    clock,
-    capture: 'full',
-    logger: { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) },
-    ...options,
-  });
-  await proxy.listen();
-  afterAll(async () => {
-    await proxy.close();
-    await sim.close();
-  });
-  const warnings: string[] = [];
+  afterAll(() => sim.close());
+  const { proxy, dir, warnings, records } = await capturingProxy({ upstream: simUrl, clock, ...options });
   return {
     sim,
     simUrl,
@@ -64,6 +50,42 @@ export async function startProxy(
       new Anthropic({ apiKey: API_KEY, baseURL: direct ? simUrl : proxy.url, maxRetries: 0 }),
     openai: (direct = false) =>
       new OpenAI({ apiKey: OPENAI_KEY, baseURL: `${direct ? simUrl : proxy.url}/v1`, maxRetries: 0 }),
+    records,
+  };
+}
+
+/** A listening proxy that captures everything (`full`), its log lines kept; closed after the file's tests. */
+export interface CapturingProxy {
+  proxy: CachewardProxy;
+  dir: string;
+  /** What the proxy logged (info, warn and error lines). */
+  logs: string[];
+  /** What reading the captures warned about. */
+  warnings: string[];
+  /** Every capture record so far, after a flush. */
+  records(): Promise<ReadRecord[]>;
+}
+
+/** {@link CapturingProxy} in front of `options.upstream`, in a fresh capture folder unless `options.dir`. */
+export async function capturingProxy(
+  options: Partial<ProxyOptions> & { upstream: string },
+): Promise<CapturingProxy> {
+  const dir = options.dir ?? join(mkdtempSync(join(tmpdir(), 'cacheward-proxy-')), 'captures');
+  const logs: string[] = [];
+  const warnings: string[] = [];
+  const proxy = createProxy({
+    dir,
+    capture: 'full',
+    logger: { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) },
+    ...options,
+  });
+  await proxy.listen();
+  afterAll(() => proxy.close());
+  return {
+    proxy,
+    dir,
+    logs,
+    warnings,
     async records() {
       await proxy.flush();
       const out: ReadRecord[] = [];

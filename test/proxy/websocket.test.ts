@@ -2,20 +2,15 @@
 // simulator (many responses on one socket, chains, an error mid-response, the connection limit), and a
 // scripted upstream for what must reach each side unaltered (frames, closes, resets, a frame that is not JSON).
 
-import { mkdtempSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { ResponsesWS } from 'openai/resources/responses/ws';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type WebSocket, WebSocketServer, WebSocket as WsClient } from 'ws';
-import { readCaptures } from '../../src/capture/capture-reader.js';
-import { createProxy } from '../../src/proxy/create-proxy.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../telemetry/otlp-receiver.js';
 import { waitFor } from '../wait-for.js';
-import { OPENAI_KEY, startProxy } from './helpers.js';
+import { capturingProxy, OPENAI_KEY, startProxy } from './helpers.js';
 
 type Json = Record<string, any>;
 
@@ -200,25 +195,8 @@ async function scriptedUpstream(onSocket: (ws: WebSocket, req: IncomingMessage) 
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-async function proxyTo(upstream: string, extra: Json = {}) {
-  const dir = join(mkdtempSync(join(tmpdir(), 'cacheward-ws-')), 'captures');
-  const logs: string[] = [];
-  const proxy = createProxy({
-    upstream,
-    dir,
-    capture: 'full',
-    logger: { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) },
-    ...extra,
-  });
-  await proxy.listen();
-  afterAll(() => proxy.close());
-  const records = async () => {
-    await proxy.flush();
-    const out = [];
-    for await (const r of readCaptures([dir])) out.push(r);
-    return out;
-  };
-  return { proxy, records, logs };
+function proxyTo(upstream: string, extra: Json = {}) {
+  return capturingProxy({ upstream, ...extra });
 }
 
 function open(url: string, headers: Record<string, string> = {}): Promise<WsClient> {
