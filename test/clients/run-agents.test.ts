@@ -1,55 +1,35 @@
 // `cacheward run --sim` on the real Claude Code and Codex binaries, offline: one command, no key, no config.
 // The agents get only what `run` sets (base URLs, placeholder keys, codex's openai_base_url override).
 
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PriceTable } from '../../src/analyze/price-table.js';
 import { analyzePaths } from '../../src/report/analyze-paths.js';
-import { builtCli } from '../suite.js';
 import { claudeCommand, codexCommand } from './agent-harness.js';
+import { type CliResult, cacheward } from './transcript-parity.js';
 
-const CLI = builtCli();
 
 /** `cacheward run --sim -- AGENT…` with a bare environment: a fresh HOME, no keys, no base URLs. */
-function runAgent(
+async function runAgent(
   agent: string[],
   root = mkdtempSync(join(tmpdir(), 'cacheward-run-agent-')),
-): Promise<{ code: number | null; stdout: string; stderr: string; dir: string }> {
+): Promise<CliResult & { dir: string }> {
   const home = join(root, 'home');
   const work = join(root, 'work');
   mkdirSync(home, { mode: 0o700, recursive: true });
   mkdirSync(work, { recursive: true });
   const dir = join(root, 'captures');
-  const env = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: home,
-    LANG: 'C.UTF-8',
-    TERM: 'dumb',
-    NO_COLOR: '1',
-  };
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, 'run', '--sim', '--dir', dir, '--', ...agent], {
+  const r = await cacheward(
+    ['run', '--sim', '--dir', dir, '--', ...agent],
+    { HOME: home, TERM: 'dumb' },
+    {
       cwd: work,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += String(d);
-    });
-    child.stderr.on('data', (d) => {
-      stderr += String(d);
-    });
-    const timer = setTimeout(() => child.kill('SIGTERM'), 100_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, dir });
-    });
-  });
+      timeoutMs: 100_000,
+    },
+  );
+  return { ...r, dir };
 }
 
 async function summaryMatchesAnalyzer(stderr: string): Promise<void> {

@@ -14,12 +14,20 @@ export interface CliResult {
   stderr: string;
 }
 
-/** The built CLI as a child process, with exactly this environment (a HOME, a CODEX_HOME…). */
-export function cacheward(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/**
+ * The built CLI as a child process, with exactly this environment (a HOME, a CODEX_HOME…), in `cwd`; ended
+ * with SIGTERM after `timeoutMs` if given.
+ */
+export function cacheward(
+  args: string[],
+  env: Record<string, string> = {},
+  options: { cwd?: string; timeoutMs?: number } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', NO_COLOR: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.cwd ? { cwd: options.cwd } : {}),
     });
     let stdout = '';
     let stderr = '';
@@ -29,8 +37,12 @@ export function cacheward(args: string[], env: Record<string, string> = {}): Pro
     child.stderr.on('data', (d) => {
       stderr += d;
     });
+    const timer = options.timeoutMs ? setTimeout(() => child.kill('SIGTERM'), options.timeoutMs) : undefined;
     child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 

@@ -3,7 +3,6 @@
 // Code through `cacheward run --sim` in forward mode (HTTPS_PROXY and the local CA, its base URL never set),
 // captured as in base-URL mode, with a test client's CONNECT to another host tunneled byte for byte.
 
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,12 +11,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PriceTable } from '../../src/analyze/price-table.js';
 import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
 import { analyzePaths } from '../../src/report/analyze-paths.js';
-import { builtCli } from '../suite.js';
 import { claudeCommand, codexCommand, startAgentStack } from './agent-harness.js';
 import { script as codexScript } from './codex-scenarios.js';
+import { type CliResult, cacheward } from './transcript-parity.js';
 
 type Json = Record<string, any>;
-const CLI = builtCli();
 const TEST_MS = 150_000;
 
 /** Codex's EDIT-TASK through `cacheward proxy` into `cacheward sim`, over HTTP or its WebSocket. */
@@ -250,35 +248,13 @@ s.on('error', (e) => writeFileSync(out, 'error: ' + e.message));
 function runCli(
   args: string[],
   root = mkdtempSync(join(tmpdir(), 'cacheward-run-transport-')),
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
+): Promise<CliResult> {
   const home = join(root, 'home');
   mkdirSync(home, { recursive: true, mode: 0o700 });
   mkdirSync(join(root, 'work'), { recursive: true });
-  const env = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: home,
-    LANG: 'C.UTF-8',
-    TERM: 'dumb',
-    NO_COLOR: '1',
-  };
-  return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      [CLI, 'run', '--sim', '--no-warm-up', '--capture', 'full', '--dir', join(root, 'captures'), ...args],
-      { cwd: join(root, 'work'), env, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += String(d);
-    });
-    child.stderr.on('data', (d) => {
-      stderr += String(d);
-    });
-    const timer = setTimeout(() => child.kill('SIGTERM'), 120_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return cacheward(
+    ['run', '--sim', '--no-warm-up', '--capture', 'full', '--dir', join(root, 'captures'), ...args],
+    { HOME: home, TERM: 'dumb' },
+    { cwd: join(root, 'work'), timeoutMs: 120_000 },
+  );
 }
