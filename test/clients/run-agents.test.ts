@@ -10,7 +10,6 @@ import { analyzePaths } from '../../src/report/analyze-paths.js';
 import { claudeCommand, codexCommand } from './agent-harness.js';
 import { type CliResult, cacheward } from './transcript-parity.js';
 
-
 /** `cacheward run --sim -- AGENT…` with a bare environment: a fresh HOME, no keys, no base URLs. */
 async function runAgent(
   agent: string[],
