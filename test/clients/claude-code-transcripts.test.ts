@@ -42,19 +42,29 @@ function firstDifference(a: string, b: string): string {
 }
 
 /**
- * The capture record of the same call: the same session and the same blocks (a subagent's calls share its
- * session and run beside the main line's), else the nearest start in the session (to show what differs).
+ * Each transcript record's capture record: the same session and the same blocks (a subagent's calls share its
+ * session and run beside the main line's), paired one to one in the order sent. A refused call's retries have
+ * the same blocks and differ only in `thinking.display` (Claude Code drops it on a 400 and puts it back), a few
+ * milliseconds apart: the nearest start would pair a retry with its neighbour under load. With no such record,
+ * the nearest start in the session (to show what differs).
  */
-function captureOf(t: ReadRecord, captures: ReadRecord[]): ReadRecord | undefined {
-  const mine = captures.filter((c) => c.record.session.key === t.record.session.key);
-  const same = mine.filter((c) => sameBlocks(t, c).same);
-  const near = (list: ReadRecord[]) =>
-    list.sort(
-      (a, b) =>
-        Math.abs(a.record.times.start - t.record.times.start) -
-        Math.abs(b.record.times.start - t.record.times.start),
-    )[0];
-  return near(same.length ? same : mine);
+function pairWithCaptures(
+  records: ReadRecord[],
+  captures: ReadRecord[],
+): Map<ReadRecord, ReadRecord | undefined> {
+  const byStart = (a: ReadRecord, b: ReadRecord) => a.record.times.start - b.record.times.start;
+  const unused = new Set([...captures].sort(byStart));
+  const pairs = new Map<ReadRecord, ReadRecord | undefined>();
+  for (const t of [...records].sort(byStart)) {
+    const mine = captures.filter((c) => c.record.session.key === t.record.session.key);
+    const same = [...unused].find(
+      (c) => c.record.session.key === t.record.session.key && sameBlocks(t, c).same,
+    );
+    if (same) unused.delete(same);
+    const distance = (c: ReadRecord) => Math.abs(c.record.times.start - t.record.times.start);
+    pairs.set(t, same ?? mine.sort((a, b) => distance(a) - distance(b))[0]);
+  }
+  return pairs;
 }
 
 function expectSameReport(captures: AnalysisResult, transcripts: AnalysisResult): void {
@@ -145,8 +155,9 @@ describe('Claude Code (newest): report on its transcripts equals report on the c
     const rebuilt = await recordsOf(join(home, '.claude/projects'), warnings);
     expect(warnings).toEqual([]);
     expect(rebuilt).toHaveLength(wire.length);
+    const pairs = pairWithCaptures(rebuilt, wire);
     for (const t of rebuilt) {
-      const c = captureOf(t, wire);
+      const c = pairs.get(t);
       expect(c, t.record.id).toBeDefined();
       expect(t.body, `${t.record.id} was not rebuilt exactly`).toBeDefined();
       expect(firstDifference(String(t.body), asRebuildable(String(c?.body))), t.record.id).toBe('equal');
