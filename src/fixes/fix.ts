@@ -8,9 +8,11 @@ import { CachewardError } from '../core/errors.js';
 import { drainSteps } from '../core/steps.js';
 import type { Prefix } from '../prefix/build-prefix.js';
 import { applyPatches, type BytePatch, type ClientEdit, PatchTrail } from './byte-patch.js';
+import type { DeclaredChange, FixNote } from './fix-note.js';
 import { isWithdrawn } from './withdrawal.js';
 
 export type { BytePatch, ClientEdit } from './byte-patch.js';
+export type { DeclaredChange, FixNote } from './fix-note.js';
 
 /**
  * What a fix sees of the exchange besides the body. Time is a parameter, never read from a clock. State
@@ -49,21 +51,6 @@ export interface FixResult<S> {
   /** What the fix changed, declared, so the replay gate can tell declared changes from harm. */
   changes?: DeclaredChange[];
 }
-
-/**
- * A change a fix declares. `insert-message`: a message the client did not send, at this index of the
- * forwarded messages. `restructure`: the same content units in a different message shape. `tools`: the
- * forwarded tools[] differs from the client's (frozen, sorted, or with deferred additions). `ttl`: cache
- * marker lifetimes changed. `beta`: an anthropic-beta value was added. `system`: a system block the
- * client sent is not forwarded (what and why in `detail`).
- */
-export type DeclaredChange =
-  | { kind: 'insert-message'; index: number }
-  | { kind: 'restructure' }
-  | { kind: 'tools'; detail: string }
-  | { kind: 'ttl'; ttl: string }
-  | { kind: 'beta'; value: string }
-  | { kind: 'system'; detail: string };
 
 /** A pure request rewrite: `(request, conversationState, context) → { request, state, notes }`. */
 export interface Fix<S = unknown> {
@@ -134,23 +121,6 @@ export class UnknownFixError extends CachewardError {
   constructor(message: string) {
     super('CW_UNKNOWN_FIX', message);
   }
-}
-
-/** A fix that ran on the request, with what it did (the capture keeps it). */
-export interface FixNote {
-  fix: string;
-  changed: boolean;
-  notes: string[];
-  /** The changes the fix declared (which, what, where). */
-  changes?: DeclaredChange[];
-  /** Its byte patches, as `[start, end, length written]` in the bytes it received. */
-  patches?: Array<[number, number, number]>;
-  /**
-   * The provider refused the request this fix changed (its status and message): the client's own bytes went
-   * out instead, and the fix is off for the conversation on this model.
-   */
-  refused?: { status: number; message: string };
-  error?: string;
 }
 
 /** The outcome of running the pipeline on one request. */

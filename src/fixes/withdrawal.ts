@@ -2,7 +2,7 @@
 // own name beside the fixes' states), so every store and every proxy of a fleet honours it. Pure.
 
 import type { Prefix } from '../prefix/build-prefix.js';
-import type { FixNote } from './fix.js';
+import type { FixNote } from './fix-note.js';
 import type { ForwardedPair } from './stability.js';
 
 /** The state entry that holds the withdrawn fixes (not a fix name: `:` never is one). */

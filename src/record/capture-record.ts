@@ -4,7 +4,7 @@
 import { hash } from 'node:crypto';
 import type { CapturedConversation } from '../conversation/conversation-tracker.js';
 import { drainSteps, STEP_ITEMS } from '../core/steps.js';
-import type { FixNote } from '../fixes/fix.js';
+import type { FixNote } from '../fixes/fix-note.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
 import type { NormalizedUsage } from '../wire/usage.js';
@@ -80,7 +80,7 @@ export interface CapturedPrefix {
 }
 
 export type { CapturedConversation } from '../conversation/conversation-tracker.js';
-export type { FixNote } from '../fixes/fix.js';
+export type { FixNote } from '../fixes/fix-note.js';
 
 /** A stored body: whole (`base` absent) or the middle bytes between a shared prefix and suffix of `base`. */
 export interface StoredBody {
