@@ -1,5 +1,5 @@
 // Benchmark: `cacheward report` over a whole ~/.claude of Claude Code transcripts, against JSON.parse of the same
-// bytes. The folder is generated from two real runs' transcripts (the newest Claude Code and the pinned 2.1.195,
+// bytes and JSON.parse of the requests they stand for (rebuilt, only the parse timed). The folder is generated from two real runs' transcripts (the newest Claude Code and the pinned 2.1.195,
 // offline, a tool loop): their very records (shape, reminder and environment messages, request and response
 // lines), varied per session (ids, working folder, prompt, tool results of random sizes and words, 2 to 300
 // turns, idle gaps) with every hash and requestDigest recomputed, so the reader takes the paths it takes on a
@@ -338,10 +338,17 @@ console.log(
 );
 const parse = child(['--input-type=module', '-e', PARSE_CHILD, root]);
 const report = child([join(import.meta.dirname, 'analyze-child.mjs'), root]);
+const requests = child([join(import.meta.dirname, 'request-parse-child.mjs'), root]);
 const row = (name: string, ms: number, rss: number) =>
   `  ${name.padEnd(34)} ${(ms / 1000).toFixed(1).padStart(6)} s  ${(mb / (ms / 1000)).toFixed(1).padStart(7)} MB/s  peak RSS ${(rss / 1024 / 1024).toFixed(0).padStart(5)} MB`;
 console.log(row('JSON.parse of every line', parse.ms as number, parse.peakRss as number));
 console.log(row('cacheward report (analyzePaths)', report.ms as number, report.peakRss as number));
 console.log(`  requests analyzed: ${report.records} of ${made.requests}; misses named: ${report.misses}`);
+// What the report reads is the requests the transcripts stand for, each as it was sent: far more bytes than
+// the transcripts hold (a record names the messages it shares with the call before it).
+const requestMb = (requests.bytes as number) / 1024 / 1024;
+console.log(
+  `  the ${requests.requests} requests as sent: ${requestMb.toFixed(0)} MB (${(requestMb / mb).toFixed(1)}x the transcripts); JSON.parse of them alone ${((requests.ms as number) / 1000).toFixed(1)} s, the report ${((report.ms as number) / (requests.ms as number)).toFixed(2)}x that`,
+);
 if (process.env.CACHEWARD_BENCH_KEEP) console.log(`kept ${home}`);
 else rmSync(home, { recursive: true, force: true });
