@@ -19,7 +19,8 @@ const ONE_STEP_BYTES = 256 * 1024;
 export interface AfterResponseDeps {
   recorder: ExchangeRecorder;
   state: ProxyState;
-  live: LiveAnalysis;
+  /** The live view's analysis (none for `wrapFetch`: its app reads the records). */
+  live?: LiveAnalysis;
   log: (line: string) => void;
   /** Where the parse, the record and the analysis run: a few ms at a time, between other clients' I/O. */
   slices: WorkSlices;
@@ -29,7 +30,7 @@ export async function afterResponse(
   deps: AfterResponseDeps,
   facts: ExchangeFacts,
   committing: Promise<StateCommit> | undefined,
-): Promise<void> {
+): Promise<CaptureRecord | undefined> {
   try {
     const commit = committing ? await committing : undefined;
     if (commit?.note) facts.fixes = [...facts.fixes, commit.note];
@@ -75,14 +76,15 @@ export async function afterResponse(
         return false;
       },
       () => {
-        if (!format || !record) return false;
+        const live = deps.live;
+        if (!format || !record || !live) return false;
         try {
           if (!analysis) {
-            if (small && !deps.live.busy) {
-              deps.live.add(record);
+            if (small && !live.busy) {
+              live.add(record);
               return false;
             }
-            analysis = deps.live.addSteps(record);
+            analysis = live.addSteps(record);
           }
           return analysis.next().done !== true;
         } catch (err) {
@@ -91,7 +93,9 @@ export async function afterResponse(
         }
       },
     ]);
+    return record;
   } catch (err) {
     deps.log(`capture of ${facts.id} failed (traffic was not affected): ${String(err)}`);
+    return undefined;
   }
 }

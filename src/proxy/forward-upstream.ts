@@ -77,7 +77,7 @@ export async function forwardUpstream(f: ForwardInput): Promise<void> {
       const grew = Buffer.isBuffer(f.body) && f.body.length > f.unfixed.body.length;
       const read = await readRefusal(provider, upstream, grew);
       head = read.head;
-      if (read.refusal) {
+      if (read.refusal !== undefined) {
         f.unfixed.refused(upstream.statusCode, read.refusal);
         head = [];
         upstream = await send(f.unfixed.body, undefined);

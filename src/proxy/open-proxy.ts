@@ -108,7 +108,7 @@ export async function openProxy(
   // A fleet's live analysis reads every proxy's records, so the live views add up to the merged report.
   if (state.feed) live.useFeed(state.feed);
   const events = new LiveEvents(live);
-  const recording = new Set<Promise<void>>();
+  const recording = new Set<Promise<unknown>>();
   // CACHEWARD_SLICE_CPU=1 (bench:proxy) also tells the CPU time of the longest slice: preempted or busy.
   const slices =
     process.env.CACHEWARD_SLICE_CPU === '1'

@@ -7,7 +7,7 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { UpstreamProvider } from './forward-headers.js';
 
 /** An error body larger than this is not a refusal the proxy reads (it goes to the client as it is). */
-const MAX_ERROR_BYTES = 256 * 1024;
+export const MAX_ERROR_BYTES = 256 * 1024;
 
 /** The upstream's answer as the forwarder holds it (undici's response data). */
 export interface UpstreamAnswer {
@@ -26,8 +26,7 @@ export async function readRefusal(
   grew: boolean,
 ): Promise<{ refusal?: string; head: Buffer[] }> {
   const status = upstream.statusCode;
-  if (!(status === 400 || (status === 422 && provider === 'openai') || (status === 413 && grew)))
-    return { head: [] };
+  if (!mayRefuse(provider, status, grew)) return { head: [] };
   const head: Buffer[] = [];
   let size = 0;
   for await (const chunk of upstream.body.iterator({ destroyOnReturn: false })) {
@@ -35,14 +34,33 @@ export async function readRefusal(
     size += (chunk as Buffer).length;
     if (size > MAX_ERROR_BYTES) return { head };
   }
-  const error = errorOf(Buffer.concat(head), upstream.headers['content-encoding']);
+  const refusal = refusalIn(provider, status, Buffer.concat(head), upstream.headers['content-encoding']);
+  return refusal === undefined ? { head } : { refusal, head };
+}
+
+/** Whether an answer with this status may be a refusal of a fixed request (then its body is read). */
+export function mayRefuse(provider: UpstreamProvider, status: number, grew: boolean): boolean {
+  return status === 400 || (status === 422 && provider === 'openai') || (status === 413 && grew);
+}
+
+/**
+ * The provider's message when an error body (all of it, at most {@link MAX_ERROR_BYTES}, as sent: `encoding` is
+ * its content-encoding) refuses the request; undefined when it is another error.
+ */
+export function refusalIn(
+  provider: UpstreamProvider,
+  status: number,
+  raw: Buffer,
+  encoding: string | string[] | undefined,
+): string | undefined {
+  const error = errorOf(raw, encoding);
   if (provider === 'anthropic') {
     const refused =
       (status === 400 && error?.type === 'invalid_request_error') ||
       (status === 413 && error?.type === 'request_too_large');
-    return refused ? { refusal: String(error?.message ?? ''), head } : { head };
+    return refused ? String(error?.message ?? '') : undefined;
   }
-  return { refusal: typeof error?.message === 'string' ? error.message : `HTTP ${status}`, head };
+  return typeof error?.message === 'string' ? error.message : `HTTP ${status}`;
 }
 
 /** The `error` object of a provider's error body, decoded as sent; undefined when it has none. */

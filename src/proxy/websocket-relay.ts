@@ -45,7 +45,7 @@ export interface WebSocketRelayDeps extends AfterResponseDeps {
   metrics: ProxyMetrics;
   memory: MemoryHooks;
   /** Exchanges whose record is still being made (flush() waits for them). */
-  recording: Set<Promise<void>>;
+  recording: Set<Promise<unknown>>;
   /** Largest frame relayed, in bytes (default 64 MB). */
   maxFrameBytes?: number;
 }

@@ -167,7 +167,7 @@ describe('wrapFetch around the platform fetch, on a real server', () => {
       abort.abort();
       await pending;
     }
-    await new Promise((r) => setImmediate(r));
+    await f.flush();
     expect(records.map((r) => r.outcome)).toEqual(['client_aborted', 'client_aborted']);
     await f.close();
   });

@@ -1,0 +1,337 @@
+// wrapFetch with fixes runs the proxy's exchange: a real SDK's conversation whose tools grow keeps its cache
+// through tools-freeze; every byte outside a fix's change arrives as the app sent it; a fix the provider
+// refuses is withdrawn (the app's own request sent once, the app gets that answer, the next goes unfixed).
+
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ReadRecord } from '../../src/capture/capture-reader.js';
+import { VirtualClock } from '../../src/core/clock.js';
+import { type FetchLike, wrapFetch } from '../../src/proxy/wrap-fetch.js';
+import type { CaptureRecord } from '../../src/record/capture-record.js';
+import { createSimulator } from '../../src/sim/simulator.js';
+import { CASES, type Json, KEY, records, replyOf } from './refusal-cases.js';
+
+const quiet = { warn: () => {}, info: () => {} };
+
+/** Whether `forwarded` is `client` with only the patches (`[start, end, length written]` in `client`) changed. */
+function outsidePatches(
+  client: Buffer,
+  forwarded: Buffer,
+  patches: Array<[number, number, number]>,
+): boolean {
+  let c = 0;
+  let f = 0;
+  for (const [start, end, written] of patches) {
+    if (!client.subarray(c, start).equals(forwarded.subarray(f, f + (start - c)))) return false;
+    f += start - c + written;
+    c = end;
+  }
+  return client.subarray(c).equals(forwarded.subarray(f));
+}
+
+describe('wrapFetch with fixes', () => {
+  const clock = new VirtualClock();
+  const sim = createSimulator({ clock });
+  let simUrl: string;
+  beforeAll(async () => {
+    simUrl = await sim.listen();
+  });
+  afterAll(() => sim.close());
+
+  it('keeps a real SDK conversation whose tools grow warm with tools-freeze, where the same calls without it miss', async () => {
+    const tool = (name: string) => ({
+      name,
+      description: `the ${name} tool, which does ${name} things at length`.repeat(20),
+      input_schema: { type: 'object' as const, properties: { q: { type: 'string' } } },
+    });
+    const system = 'You are a careful assistant. '.repeat(200);
+    // Six turns; a tool is added before the fourth (as an MCP server that grows).
+    const run = async (fixes: string[]) => {
+      const dir = mkdtempSync(join(tmpdir(), 'cacheward-wrap-fix-'));
+      const f = wrapFetch(globalThis.fetch, { dir, capture: 'full', fixes, logger: quiet });
+      const client = new Anthropic({ apiKey: KEY, baseURL: simUrl, maxRetries: 0, fetch: f });
+      const messages: Anthropic.MessageParam[] = [];
+      const reads: number[] = [];
+      for (let turn = 0; turn < 6; turn++) {
+        clock.advance(5_000);
+        messages.push({ role: 'user', content: `turn ${turn}: go on` });
+        const tools = [tool('alpha'), tool('beta'), ...(turn >= 3 ? [tool('gamma')] : [])];
+        const res = await client.messages.create({
+          model: 'claude-opus-5',
+          max_tokens: 64,
+          system: [{ type: 'text', text: system, cache_control: { type: 'ephemeral' } }],
+          tools,
+          messages: messages.map((m, i) =>
+            i === messages.length - 1
+              ? {
+                  ...m,
+                  content: [{ type: 'text', text: String(m.content), cache_control: { type: 'ephemeral' } }],
+                }
+              : m,
+          ),
+        });
+        reads.push(res.usage.cache_read_input_tokens ?? 0);
+        messages.push({ role: 'assistant', content: res.content as Anthropic.ContentBlockParam[] });
+      }
+      await f.close();
+      return { reads, records: await records(dir) };
+    };
+    const direct = await run([]);
+    const fixed = await run(['tools-freeze']);
+    // Without the fix, the grown tools[] breaks the cache at the fourth turn; with it, that turn reads it.
+    expect(direct.reads[3]).toBe(0);
+    expect(fixed.reads[3]).toBeGreaterThan(0);
+    expect(fixed.reads.slice(1).every((r) => r > 0)).toBe(true);
+    // The fix ran in the exchange: said in the records, the client's own bytes kept beside the forwarded ones.
+    const grown = fixed.records[3] as ReadRecord;
+    expect(grown.record.fixes.find((n) => n.fix === 'tools-freeze')?.changed).toBe(true);
+    expect(grown.clientBody).toBeDefined();
+    expect(grown.body?.equals(grown.clientBody as Buffer)).toBe(false);
+    // Every byte outside the fix's declared patches goes out as the SDK made it.
+    for (const r of fixed.records) {
+      const patches = r.record.fixes.find((n) => n.fix === 'tools-freeze')?.patches ?? [];
+      if (r.clientBody) expect(outsidePatches(r.clientBody, r.body as Buffer, patches)).toBe(true);
+      else expect(patches).toEqual([]);
+    }
+    // Each request resolved once: a conversation of six turns, each continuing the one before.
+    expect(fixed.records.map((r) => r.record.conversation?.relation)).toEqual([
+      'new',
+      'continues',
+      'continues',
+      'continues',
+      'continues',
+      'continues',
+    ]);
+  });
+
+  it.each(CASES.map((c) => [`${c.fix}${c.route ? ` (${c.route}, ${c.status})` : ''}`, c] as const))(
+    '%s refused: the app gets the answer to its own request, sent once, and the next request goes unfixed',
+    async (_name, c) => {
+      const route = c.route ?? '/v1/messages';
+      const dir = mkdtempSync(join(tmpdir(), 'cacheward-wrap-refusal-'));
+      const logs: string[] = [];
+      const seen: CaptureRecord[] = [];
+      const f = wrapFetch(globalThis.fetch, {
+        dir,
+        clock,
+        capture: 'full',
+        fixes: [c.fix],
+        logger: { warn: (l) => logs.push(l), info: () => {} },
+        onRecord: (r) => seen.push(r),
+      });
+      const before = sim.stats().requests;
+      const sent: Buffer[] = [];
+      let history: Json[] = [];
+      for (const turn of c.turns) {
+        clock.advance(5_000);
+        const body = turn(history);
+        const bytes = Buffer.from(JSON.stringify(body));
+        sent.push(bytes);
+        const res = await f(`${simUrl}${route}`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-api-key': KEY,
+            authorization: `Bearer ${KEY}`,
+            'x-sim-refuse-if': c.marker,
+            ...(c.status ? { 'x-sim-refuse-status': String(c.status) } : {}),
+          },
+          body: bytes,
+        });
+        const json = (await res.json()) as Json;
+        expect(res.status, JSON.stringify(json)).toBe(200);
+        history = [...((body.messages ?? body.input) as Json[]), replyOf(route, json)];
+      }
+      await f.close();
+      expect(sim.stats().requests - before).toBe(c.turns.length + 1);
+      expect(logs.filter((l) => l.includes('refused by the provider'))).toHaveLength(1);
+      expect(seen).toHaveLength(c.turns.length);
+      const recs = await records(dir);
+      const refused = recs[c.refusedTurn] as ReadRecord;
+      const note = refused.record.fixes.find((n) => n.fix === c.fix);
+      expect(note?.refused?.status).toBe(c.status ?? 400);
+      expect(note?.changed).toBe(false);
+      expect(refused.body?.equals(sent[c.refusedTurn] as Buffer)).toBe(true);
+      expect(refused.clientBody).toBeUndefined();
+      for (let k = c.refusedTurn + 1; k < c.turns.length; k++) {
+        const r = recs[k] as ReadRecord;
+        expect(r.body?.equals(sent[k] as Buffer), `turn ${k}`).toBe(true);
+        expect(r.record.fixes.find((n) => n.fix === c.fix)?.notes.join(' ')).toContain(
+          'the provider refused it earlier',
+        );
+      }
+    },
+  );
+
+  it('fixes a Request object as it fixes a url and init, and lets a streamed body go out untouched', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-wrap-request-'));
+    const seen: CaptureRecord[] = [];
+    const f = wrapFetch(globalThis.fetch, {
+      dir,
+      clock,
+      fixes: ['tools-freeze'],
+      logger: quiet,
+      onRecord: (r) => seen.push(r),
+    });
+    const body = JSON.stringify({
+      model: 'claude-opus-5',
+      max_tokens: 64,
+      tools: [{ name: 'alpha', description: 'a', input_schema: { type: 'object' } }],
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    const headers = { 'content-type': 'application/json', 'x-api-key': KEY };
+    const res = await f(new Request(`${simUrl}/v1/messages`, { method: 'POST', headers, body }));
+    expect(res.status).toBe(200);
+    await res.text();
+    const streamed = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode(body));
+        c.close();
+      },
+    });
+    const res2 = await f(`${simUrl}/v1/messages`, {
+      method: 'POST',
+      headers,
+      body: streamed,
+      duplex: 'half',
+    } as RequestInit);
+    expect(res2.status).toBe(200);
+    await res2.text();
+    await f.close();
+    expect(seen.map((r) => r.fixes.find((n) => n.fix === 'tools-freeze')?.changed)).toEqual([
+      true,
+      undefined,
+    ]);
+  });
+});
+
+/** An upstream `fetch` that keeps every request it got (bytes and headers) and answers from a list. */
+function stubUpstream(answers: Array<() => Response>) {
+  const got: Array<{ body: Buffer; headers: Record<string, string> }> = [];
+  const fetch: FetchLike = async (input, init) => {
+    const req = new Request(input, init);
+    const headers: Record<string, string> = {};
+    req.headers.forEach((v, k) => {
+      headers[k] = v;
+    });
+    got.push({ body: Buffer.from(await req.arrayBuffer()), headers });
+    const answer = answers[Math.min(got.length - 1, answers.length - 1)] as () => Response;
+    return answer();
+  };
+  return { fetch, got };
+}
+
+const TOOLS_BODY = JSON.stringify({
+  model: 'claude-opus-5',
+  max_tokens: 64,
+  tools: [{ name: 'alpha', description: 'a', input_schema: { type: 'object' } }],
+  messages: [{ role: 'user', content: 'hello' }],
+});
+const ok = () =>
+  Response.json({
+    id: 'msg_1',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-opus-5',
+    content: [{ type: 'text', text: 'hi' }],
+    usage: { input_tokens: 10, output_tokens: 1 },
+  });
+const error400 = (type: string, message: string) => () =>
+  Response.json({ type: 'error', error: { type, message } }, { status: 400 });
+
+describe('wrapFetch with fixes, what reaches the upstream', () => {
+  const make = (fetch: FetchLike, seen: CaptureRecord[] = []) =>
+    wrapFetch(fetch, {
+      dir: mkdtempSync(join(tmpdir(), 'cacheward-wrap-stub-')),
+      fixes: ['tools-freeze'],
+      logger: quiet,
+      onRecord: (r) => seen.push(r),
+    });
+
+  it("sends the fixed body with the app's own headers, method and string body kind; only the length and the declared beta differ", async () => {
+    const up = stubUpstream([ok]);
+    const seen: CaptureRecord[] = [];
+    const f = make(up.fetch, seen);
+    const headers = { 'x-api-key': KEY, 'anthropic-version': '2023-06-01', 'x-app': 'mine' };
+    const res = await f('https://api.anthropic.com/v1/messages', {
+      method: 'POST',
+      headers,
+      body: TOOLS_BODY,
+    });
+    await res.json();
+    await f.close();
+    // Directly, the same call would have sent exactly these headers (a string body is text/plain by default).
+    const direct = new Request('https://api.anthropic.com/v1/messages', {
+      method: 'POST',
+      headers,
+      body: TOOLS_BODY,
+    });
+    const expected: Record<string, string> = {};
+    direct.headers.forEach((v, k) => {
+      expected[k] = v;
+    });
+    const got = up.got[0] as { body: Buffer; headers: Record<string, string> };
+    // The one header added is the beta the fix declares (its `beta` change).
+    const beta = seen[0]?.fixes.flatMap((n) => n.changes ?? []).find((c) => c.kind === 'beta');
+    expect(beta).toEqual({ kind: 'beta', value: 'mid-conversation-tool-changes-2026-07-01' });
+    expect(got.headers).toEqual({ ...expected, 'anthropic-beta': beta?.kind === 'beta' ? beta.value : '' });
+    expect(got.body.toString()).toContain('cacheward_deferred_placeholder');
+    expect(up.got).toHaveLength(1);
+  });
+
+  it("resends the app's own Request once when the fixed form is refused, and the app gets that answer", async () => {
+    const up = stubUpstream([error400('invalid_request_error', 'no'), ok]);
+    const seen: CaptureRecord[] = [];
+    const f = make(up.fetch, seen);
+    const abort = new AbortController();
+    const req = new Request('https://api.anthropic.com/v1/messages', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+      body: TOOLS_BODY,
+      signal: abort.signal,
+    });
+    const res = await f(req);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { id: string }).id).toBe('msg_1');
+    await f.close();
+    expect(up.got).toHaveLength(2);
+    expect(up.got[0]?.body.toString()).toContain('cacheward_deferred_placeholder');
+    expect(up.got[1]?.body.toString()).toBe(TOOLS_BODY);
+    expect(seen[0]?.fixes.find((n) => n.fix === 'tools-freeze')?.refused?.status).toBe(400);
+  });
+
+  it('hands an error that is not a refusal to the app as sent, the fixed request sent once', async () => {
+    const big = () =>
+      new Response(
+        JSON.stringify({
+          type: 'error',
+          error: { type: 'invalid_request_error', message: 'x'.repeat(300_000) },
+        }),
+        {
+          status: 400,
+          headers: { 'content-type': 'application/json' },
+        },
+      );
+    for (const [answer, what] of [
+      [error400('not_found_error', 'no such model'), 'not_found_error'],
+      [big, 'invalid_request_error'],
+      [() => new Response('upstream overloaded', { status: 529 }), undefined],
+    ] as const) {
+      const up = stubUpstream([answer]);
+      const f = make(up.fetch);
+      const res = await f('https://api.anthropic.com/v1/messages', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+        body: TOOLS_BODY,
+      });
+      const text = await res.text();
+      expect(text).toBe(await answer().text());
+      if (what) expect((JSON.parse(text) as { error: { type: string } }).error.type).toBe(what);
+      expect(up.got).toHaveLength(1);
+      await f.close();
+    }
+  });
+});
