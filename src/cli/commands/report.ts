@@ -23,6 +23,7 @@ import { EXIT_OK } from '../exit-codes.js';
 import { FAIL_ON_HELP, parseThreshold, reportThresholds } from '../fail-on.js';
 import { type CliIO, styles } from '../io.js';
 import { parseCount } from '../option-values.js';
+import { readProgress } from '../read-progress.js';
 import { InputError } from '../read-request-file.js';
 import { nothingReplayed } from '../replay-inputs.js';
 import { signedUsd } from '../signed-usd.js';
@@ -95,21 +96,6 @@ export async function prices(file: string | undefined): Promise<PriceTable> {
   }
 }
 
-function progress(io: CliIO): ((file: string, bytes: number, size: number) => void) | undefined {
-  if (!process.stderr.isTTY || io.color === false) return undefined;
-  let last = 0;
-  return (file, bytes, size) => {
-    const now = Date.now();
-    if (now - last < 200 && bytes < size) return;
-    last = now;
-    const share = size ? bytes / size : 1;
-    const bar = '#'.repeat(Math.round(share * 30)).padEnd(30, '.');
-    process.stderr.write(
-      `\r[${bar}] ${(share * 100).toFixed(0)}% ${file.split('/').pop()}${bytes >= size ? '\n' : ''}`,
-    );
-  };
-}
-
 async function run(
   paths: string[],
   io: CliIO,
@@ -121,15 +107,19 @@ async function run(
   const files = await captureInputs(paths);
   // This process only analyzes from here: a heap sized for that (see analysis-heap.ts).
   tuneHeapForAnalysis();
-  const onProgress = progress(io);
+  // One line over all the inputs on a terminal (a whole ~/.claude is thousands of files), cleared at the end.
+  const shown = io.color === false ? undefined : await readProgress(files);
   const result = await analyzePaths(files, {
     prices,
     keepRequests,
     zdr,
     ...(ttlOverride !== undefined ? { ttlOverride } : {}),
-    onWarning: (w) => io.err(`cacheward: warning: ${w}`),
-    ...(onProgress ? { onProgress } : {}),
-  });
+    onWarning: (w) => {
+      shown?.done();
+      io.err(`cacheward: warning: ${w}`);
+    },
+    ...(shown ? { onProgress: shown.onProgress } : {}),
+  }).finally(() => shown?.done());
   if (!result.generatedFrom.records)
     throw new InputError(
       `${paths.join(', ')}: no capture records or transcript requests could be read (${result.generatedFrom.skippedLines} lines skipped, see the warnings)`,
