@@ -303,6 +303,40 @@ describe('wrapFetch with fixes, what reaches the upstream', () => {
     expect(seen[0]?.fixes.find((n) => n.fix === 'tools-freeze')?.refused?.status).toBe(400);
   });
 
+  it('sends a body the fixes cannot read exactly as the app made it, and says why in the record', async () => {
+    const up = stubUpstream([ok]);
+    const seen: CaptureRecord[] = [];
+    const f = make(up.fetch, seen);
+    const torn = `${TOOLS_BODY.slice(0, 60)}`;
+    const res = await f('https://api.anthropic.com/v1/messages', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+      body: torn,
+    });
+    await res.text();
+    await f.close();
+    expect(up.got).toHaveLength(1);
+    expect(up.got[0]?.body.toString()).toBe(torn);
+    expect(seen[0]?.fixes[0]?.notes).toEqual(['skipped: the body could not be parsed']);
+  });
+
+  it("throws the fetch's own error to the app when the fixed request cannot be sent, and records it", async () => {
+    const seen: CaptureRecord[] = [];
+    const f = make(async () => {
+      throw new TypeError('fetch failed');
+    }, seen);
+    await expect(
+      f('https://api.anthropic.com/v1/messages', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+        body: TOOLS_BODY,
+      }),
+    ).rejects.toThrow('fetch failed');
+    await f.close();
+    expect(seen.map((r) => r.outcome)).toEqual(['upstream_error']);
+    expect(seen[0]?.fixes.find((n) => n.fix === 'tools-freeze')?.changed).toBe(true);
+  });
+
   it('hands an error that is not a refusal to the app as sent, the fixed request sent once', async () => {
     const big = () =>
       new Response(
