@@ -140,12 +140,14 @@ export class Exchange {
     );
   }
 
-  /**
-   * The conversation learns of the request once the upstream's status is known: the memory state commits
-   * at the status; a shared state's commit starts as the response ends and is not waited for here.
-   */
+  /** The upstream's status is known: a state that commits at the status commits now (`commitAt`). */
   statusKnown(status: number): void {
-    if (this.deps.state.kind === 'memory') this.commit(status);
+    if (this.deps.state.commitAt === 'status') this.commit(status);
+  }
+
+  /** The response is about to end: every state has its commit started by now (not waited for). */
+  ending(status: number): void {
+    this.commit(status);
   }
 
   /** Commits the request to the state (once; a later call does nothing). */

@@ -8,6 +8,7 @@ import type { Agent } from 'undici';
 import { errorBody } from '../wire/provider-errors.js';
 import type { WireFormat } from '../wire/request-body.js';
 import type { ClientAbort } from './client-abort.js';
+import type { Exchange } from './exchange.js';
 import { forwardHeaders, responseHeaders, type UpstreamProvider } from './forward-headers.js';
 import { refuse, unsendable } from './local-refusal.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
@@ -38,21 +39,17 @@ export interface ForwardInput {
   headerOverride: Record<string, string> | undefined;
   body: Readable | Buffer | undefined;
   /**
-   * A request a fix changed: the client's own bytes. When the upstream refuses the fixed request (see
-   * refusal.ts), `refused` is told before any byte reaches the client, and these bytes go out once, with the
-   * client's own headers; the client gets that answer.
+   * The exchange (exchange.ts): when a fix changed the request, `unfixed` holds the client's own bytes; if the
+   * upstream refuses the fixed request (see refusal.ts), `refused` is told before any byte reaches the
+   * client, and these bytes go out once, with the client's own headers. It is told when the status is known
+   * and when the response is about to end (the state's commit starts at one of them).
    */
-  unfixed?: { body: Buffer; refused(status: number, message: string): void };
+  exchange: Pick<Exchange, 'unfixed' | 'statusKnown' | 'ending'>;
   /** Fires when the client leaves (undici aborts the request, or destroys its response body). */
   signal: ClientAbort;
   now(): number;
   /** True once the client has gone (the response closed before it finished). */
   clientGone(): boolean;
-  /** The upstream's status is known (the state commit may start). */
-  statusKnown(status: number): void;
-  /** Awaited before the client's response ends (the state commit, within its budget); the last chunk goes
-   * out with the end, so this must settle promptly. */
-  beforeEnd(status: number): Promise<void>;
   /** Called once, when the exchange is over, with what happened. */
   finish(facts: ForwardFacts): void;
 }
@@ -72,15 +69,16 @@ export async function forwardUpstream(f: ForwardInput): Promise<void> {
   let head: Buffer[] = [];
   try {
     upstream = await send(f.body, f.headerOverride);
-    if (f.unfixed) {
+    const unfixed = f.exchange.unfixed;
+    if (unfixed) {
       // A refusal of the fixed bytes is read whole (an error body is small) and never reaches the client.
-      const grew = Buffer.isBuffer(f.body) && f.body.length > f.unfixed.body.length;
+      const grew = Buffer.isBuffer(f.body) && f.body.length > unfixed.body.length;
       const read = await readRefusal(provider, upstream, grew);
       head = read.head;
       if (read.refusal !== undefined) {
-        f.unfixed.refused(upstream.statusCode, read.refusal);
+        unfixed.refused(upstream.statusCode, read.refusal);
         head = [];
-        upstream = await send(f.unfixed.body, undefined);
+        upstream = await send(unfixed.body, undefined);
       }
     }
   } catch (err) {
@@ -105,7 +103,7 @@ export async function forwardUpstream(f: ForwardInput): Promise<void> {
     return;
   }
   const firstByte = f.now();
-  f.statusKnown(upstream.statusCode);
+  f.exchange.statusKnown(upstream.statusCode);
   res.writeHead(upstream.statusCode, responseHeaders(upstream.headers));
   const header = (n: string) => {
     const v = upstream.headers[n];
@@ -149,7 +147,7 @@ export async function forwardUpstream(f: ForwardInput): Promise<void> {
       if (!arrived(body)) flush();
     }
     if (!f.clientGone()) {
-      await f.beforeEnd(upstream.statusCode);
+      f.exchange.ending(upstream.statusCode);
       // Ends the response and writes what is still corked with it (end() fully uncorks the socket).
       corked = false;
       res.end();

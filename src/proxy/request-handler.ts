@@ -167,12 +167,10 @@ export function createRequestHandler(
       format,
       headerOverride: exchange.headerOverride,
       body,
-      ...(exchange.unfixed ? { unfixed: exchange.unfixed } : {}),
+      exchange,
       signal: abort,
       now: () => clock.now(),
       clientGone: () => clientGone,
-      statusKnown: (status) => exchange.statusKnown(status),
-      beforeEnd: async (status) => exchange.commit(status),
       finish,
     });
   };

@@ -33,6 +33,7 @@ export const DEFAULT_MAX_CONVERSATIONS = 10_000;
 
 export class MemoryProxyState implements ProxyState {
   readonly kind = 'memory' as const;
+  readonly commitAt = 'status' as const;
   readonly local: ConversationTracker;
   // Fix state follows the conversation: by request, so a fork starts from its parent's state at the fork.
   private readonly fixStates: FixStateStore;

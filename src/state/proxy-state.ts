@@ -114,6 +114,12 @@ export interface LiveFeedHealth {
 /** The proxy's state: memory (and a state file) on one machine, Redis for a fleet. */
 export interface ProxyState {
   readonly kind: 'memory' | 'redis';
+  /**
+   * When a request is committed: at the upstream's status (memory: at once, in this process), or as the
+   * response ends, before its last byte, not waited for (a shared state: its I/O never delays the status
+   * and the body, and the client's next request, which can only follow the response, reads after it).
+   */
+  readonly commitAt: 'status' | 'end';
   /** The tracker the recorder resolves unfixed requests with (under Redis, a local fallback). */
   readonly local: ConversationTracker;
   /** Resolves a request before its fixes run. Never rejects: a failure is a {@link StateUnavailable}. */

@@ -173,6 +173,7 @@ const CONFLICT = Symbol('conflict');
 
 export class RedisProxyState implements ProxyState {
   readonly kind = 'redis' as const;
+  readonly commitAt = 'end' as const;
   readonly local = new ConversationTracker();
   private readonly redis: Redis;
   /** The connection Redis pushes invalidations to (see redis-read-cache.ts). */
