@@ -93,6 +93,11 @@ export class FixRegistry {
    * name, so `ttlFix('5m')` runs where `ttl` runs. Throws naming any unknown name and the known ones.
    */
   resolve(names: ReadonlyArray<string | Fix>): Fix[] {
+    // A plain-JS caller's `fixes: 'tools-freeze'` would otherwise be read letter by letter.
+    if (!Array.isArray(names))
+      throw new UnknownFixError(
+        `fixes must be a list of fix names or fix objects, e.g. ['tools-freeze'], not ${JSON.stringify(names)}`,
+      );
     const rank = (n: string) => {
       const i = this.order.indexOf(n);
       return i < 0 ? this.order.length : i;

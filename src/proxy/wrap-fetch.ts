@@ -18,6 +18,7 @@ import { ExchangeRecorder } from './exchange-recorder.js';
 import { FixRefusals } from './fix-refusals.js';
 import type { ForwardFacts } from './forward-upstream.js';
 import { ProxyMetrics } from './proxy-metrics.js';
+import { ProxyConfigError } from './proxy-options.js';
 import { MAX_ERROR_BYTES, mayRefuse, refusalIn } from './refusal.js';
 import { ResponseTap } from './response-tap.js';
 import { WorkSlices } from './work-slices.js';
@@ -135,7 +136,42 @@ async function readHead(
   return { bytes: Buffer.concat(head), whole, again };
 }
 
+/** The options wrapFetch knows: another key is a misspelling (`captrue`) that would be ignored silently. */
+const OPTION_KEYS = new Set([
+  'capture',
+  'dir',
+  'maxMb',
+  'clock',
+  'logger',
+  'maxConversations',
+  'onRecord',
+  'fixes',
+  'registry',
+  'stateDir',
+]);
+const CAPTURE_MODES = new Set(['off', 'hashes', 'full']);
+
+/** Throws ProxyConfigError naming what to change, for arguments a plain-JS caller could get wrong. */
+function checkArguments(fetchImpl: unknown, options: WrapFetchOptions): void {
+  if (typeof fetchImpl !== 'function')
+    throw new ProxyConfigError(
+      `wrapFetch needs the fetch to wrap as its first argument (e.g. globalThis.fetch), not ${typeof fetchImpl}`,
+    );
+  const unknown = Object.keys(options).filter((k) => !OPTION_KEYS.has(k));
+  if (unknown.length)
+    throw new ProxyConfigError(
+      `wrapFetch: unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; it takes ${[...OPTION_KEYS].join(', ')}`,
+    );
+  if (options.capture !== undefined && !CAPTURE_MODES.has(options.capture))
+    throw new ProxyConfigError(
+      `wrapFetch: capture must be 'off', 'hashes' or 'full', not ${JSON.stringify(options.capture)}`,
+    );
+}
+
 export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}): CapturingFetch {
+  checkArguments(fetchImpl, options);
+  // Before anything is opened: a wrong fix name leaves no capture file behind.
+  const fixes = (options.registry ?? fixRegistry()).resolve(options.fixes ?? []);
   const clock = options.clock ?? { now: () => Date.now() };
   const logger = loggerChannels(
     options.logger,
@@ -150,7 +186,6 @@ export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}):
     ...(options.maxMb !== undefined ? { maxBytes: options.maxMb * 1024 * 1024 } : {}),
   });
   const metrics = new ProxyMetrics();
-  const fixes = (options.registry ?? fixRegistry()).resolve(options.fixes ?? []);
   // The proxy's memory state: conversations (to tell continues from forks) and, with fixes, their state.
   const state = new MemoryProxyState({
     maxConversations: options.maxConversations ?? DEFAULT_MAX_CONVERSATIONS,

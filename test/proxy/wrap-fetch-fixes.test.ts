@@ -2,14 +2,14 @@
 // through tools-freeze; every byte outside a fix's change arrives as the app sent it; a fix the provider
 // refuses is withdrawn (the app's own request sent once, the app gets that answer, the next goes unfixed).
 
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReadRecord } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
-import { type FetchLike, wrapFetch } from '../../src/proxy/wrap-fetch.js';
+import { type FetchLike, type WrapFetchOptions, wrapFetch } from '../../src/proxy/wrap-fetch.js';
 import type { CaptureRecord } from '../../src/record/capture-record.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { CASES, type Json, KEY, records, replyOf } from './refusal-cases.js';
@@ -367,5 +367,41 @@ describe('wrapFetch with fixes, what reaches the upstream', () => {
       expect(up.got).toHaveLength(1);
       await f.close();
     }
+  });
+});
+
+describe('wrapFetch refuses arguments a plain-JS caller can get wrong, before it opens a file', () => {
+  it.each([
+    ['no fetch', undefined, {}, /first argument \(e\.g\. globalThis\.fetch\), not undefined/],
+    [
+      'a misspelled option',
+      globalThis.fetch,
+      { captrue: 'full' },
+      /unknown option captrue; it takes capture/,
+    ],
+    [
+      'an unknown capture mode',
+      globalThis.fetch,
+      { capture: 'everything' },
+      /capture must be 'off', 'hashes' or 'full'/,
+    ],
+    [
+      'fixes as one string',
+      globalThis.fetch,
+      { fixes: 'tools-freeze' },
+      /fixes must be a list .* \['tools-freeze'\]/,
+    ],
+    [
+      'an unknown fix',
+      globalThis.fetch,
+      { fixes: ['tools-freez'] },
+      /unknown fix "tools-freez"; known fixes: tools-freeze/,
+    ],
+  ])('%s', (_name, fetch, options, message) => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-wrap-args-'));
+    expect(() =>
+      wrapFetch(fetch as unknown as FetchLike, { dir, ...(options as object) } as WrapFetchOptions),
+    ).toThrow(message);
+    expect(readdirSync(dir)).toEqual([]);
   });
 });
