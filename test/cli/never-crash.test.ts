@@ -146,6 +146,13 @@ describe('report, whatif and replay on something that is not a capture', () => {
     writeFileSync(f, '\n\n');
     oneLine(await cli(['report', f]), 'an empty file, not a capture');
     oneLine(await cli(['report', '/nonexistent/captures']), 'no such file or folder');
+    // A folder whose capture file was opened and never written (a wrapper that was never used).
+    const unused = tmp('unused');
+    writeFileSync(join(unused, 'capture-20261206T093041-5652-0001.jsonl'), '');
+    oneLine(
+      await cli(['report', unused]),
+      'no capture records or transcript requests could be read (none of their lines is a record)',
+    );
   });
 });
 

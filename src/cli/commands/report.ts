@@ -122,7 +122,11 @@ async function run(
   }).finally(() => shown?.done());
   if (!result.generatedFrom.records)
     throw new InputError(
-      `${paths.join(', ')}: no capture records or transcript requests could be read (${result.generatedFrom.skippedLines} lines skipped, see the warnings)`,
+      `${paths.join(', ')}: no capture records or transcript requests could be read (${
+        result.generatedFrom.skippedLines
+          ? `${result.generatedFrom.skippedLines} lines skipped, see the warnings`
+          : 'none of their lines is a record'
+      })`,
     );
   if (!result.totals.requests)
     throw new InputError(
