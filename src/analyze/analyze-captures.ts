@@ -203,6 +203,8 @@ export interface AnalysisResult {
    * instead, and the fix was withdrawn for that conversation on that model.
    */
   fixRefusals?: Record<string, number>;
+  /** Requests a fix changed (what went out was the fixed form), by fix, when any fix ran. */
+  fixesApplied?: Record<string, number>;
 }
 
 /**
@@ -436,6 +438,7 @@ export class Analyzer {
   private outputTokens = 0;
   /** Requests whose fixed form the provider refused, by fix (their notes say so). */
   private readonly fixRefusals = new Map<string, number>();
+  private readonly fixesApplied = new Map<string, number>();
   private readonly unfixed: UnfixedCost = { requests: 0, rewrittenTokens: 0, waste: 0 };
 
   constructor(private readonly options: AnalyzeOptions) {
@@ -467,8 +470,10 @@ export class Analyzer {
    * no other record may be added until the steps are done.
    */
   *addSteps(r: CaptureRecord): Generator<void, AnalyzedRequest | undefined> {
-    for (const f of r.fixes ?? [])
+    for (const f of r.fixes ?? []) {
       if (f.refused) this.fixRefusals.set(f.fix, (this.fixRefusals.get(f.fix) ?? 0) + 1);
+      if (f.changed) this.fixesApplied.set(f.fix, (this.fixesApplied.get(f.fix) ?? 0) + 1);
+    }
     if (!r.prefix || r.method !== 'POST') return undefined;
     const usage =
       r.usage?.normalized ??
@@ -916,6 +921,7 @@ export class Analyzer {
       requests: this.requests,
       prices: [...this.pricesUsed.values()],
       ...(this.fixRefusals.size ? { fixRefusals: Object.fromEntries(this.fixRefusals) } : {}),
+      ...(this.fixesApplied.size ? { fixesApplied: Object.fromEntries(this.fixesApplied) } : {}),
     };
   }
 }

@@ -227,6 +227,15 @@ function forkList(a: AnalysisResult): string {
     .join('');
 }
 
+/** Fixes that changed requests, when any did (what went out was the fixed form). */
+function applied(a: AnalysisResult): string {
+  if (!a.fixesApplied) return '';
+  const list = Object.entries(a.fixesApplied)
+    .map(([fix, n]) => `${esc(fix)} ${n}×`)
+    .join(' · ');
+  return `<p>Fixes applied: ${list} (requests that went out in the fixed form).</p>`;
+}
+
 /** Fixes the provider refused, when any was (each such request went out as the client sent it). */
 function refusals(a: AnalysisResult): string {
   if (!a.fixRefusals) return '';
@@ -276,7 +285,7 @@ ${REPORT_CSS}</style></head><body>
 <small>${n.format(a.generatedFrom.records)} records from ${a.generatedFrom.files} file(s)${a.generatedFrom.skippedLines ? `, ${a.generatedFrom.skippedLines} torn lines skipped` : ''}</small>
 ${notCaptured}
 <div class="kpi"><div>sessions<b>${n.format(t.sessions)}</b></div><div>requests<b>${n.format(t.requests)}</b></div><div>hit rate (token-weighted)<b>${t.hitRate === null ? 'n/a' : `${(t.hitRate * 100).toFixed(1)}%`}</b></div><div>spend<b>${formatUsd(t.cost)}</b></div><div>waste<b>${formatUsd(t.waste)}</b></div></div>
-${unpriced}${nearest}${refusals(a)}
+${unpriced}${nearest}${applied(a)}${refusals(a)}
 <h2>Input tokens per request</h2><div class="chart">${tokensChart(a)}</div>
 <h2>Waste by cause</h2><div class="chart">${wasteChart(a)}</div>
 <h2>Sessions</h2><div class="scroll"><table><tr><th>session</th><th>requests</th><th>forks</th><th>hit rate</th><th>spend</th><th>waste</th></tr>${sessions}</table></div>

@@ -77,6 +77,13 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
         .join(' · ')}`,
     );
   }
+  if (a.fixesApplied) {
+    out.push(
+      `  fixes applied: ${Object.entries(a.fixesApplied)
+        .map(([fix, n]) => `${fix} ${n}×`)
+        .join(' · ')} (requests that went out in the fixed form)`,
+    );
+  }
   if (a.fixRefusals) {
     out.push(
       s.yellow(

@@ -7,14 +7,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PriceTable } from '../../src/analyze/price-table.js';
 import type { ReadRecord } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
 import { type FetchLike, type WrapFetchOptions, wrapFetch } from '../../src/proxy/wrap-fetch.js';
 import type { CaptureRecord } from '../../src/record/capture-record.js';
+import { analyzePaths } from '../../src/report/analyze-paths.js';
+import { renderTerminalReport } from '../../src/report/terminal-report.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { CASES, type Json, KEY, records, replyOf } from './refusal-cases.js';
 
 const quiet = { warn: () => {}, info: () => {} };
+const same = (t: string) => t;
+const plain = { bold: same, dim: same, yellow: same, green: same };
 
 /** Whether `forwarded` is `client` with only the patches (`[start, end, length written]` in `client`) changed. */
 function outsidePatches(
@@ -77,10 +82,22 @@ describe('wrapFetch with fixes', () => {
         messages.push({ role: 'assistant', content: res.content as Anthropic.ContentBlockParam[] });
       }
       await f.close();
-      return { reads, records: await records(dir) };
+      return { reads, records: await records(dir), dir };
     };
     const direct = await run([]);
     const fixed = await run(['tools-freeze']);
+    // The report says how many requests each fix changed, and names the miss the fix avoided.
+    const report = await analyzePaths([fixed.dir], { prices: new PriceTable() });
+    const changed = fixed.records.filter((r) =>
+      r.record.fixes.some((n) => n.fix === 'tools-freeze' && n.changed),
+    );
+    expect(report.fixesApplied).toEqual({ 'tools-freeze': changed.length });
+    expect(renderTerminalReport(report, plain).join('\n')).toContain(
+      `fixes applied: tools-freeze ${changed.length}×`,
+    );
+    const unfixed = await analyzePaths([direct.dir], { prices: new PriceTable() });
+    expect(unfixed.fixesApplied).toBeUndefined();
+    expect(unfixed.byCause.map((c) => c.cause)).toContain('tools_changed');
     // Without the fix, the grown tools[] breaks the cache at the fourth turn; with it, that turn reads it.
     expect(direct.reads[3]).toBe(0);
     expect(fixed.reads[3]).toBeGreaterThan(0);
