@@ -45,6 +45,11 @@ export interface CaptureWriterOptions {
    * is still taken when nothing is waiting.
    */
   maxQueueMs?: number;
+  /**
+   * When the first file is opened: `now` (default; a server, whose first burst should not wait for it), or
+   * with the first record (an in-process wrapper that may never be used leaves no empty file behind).
+   */
+  openFirst?: 'now' | 'with-first-record';
 }
 
 /** What a queued record holds in memory, roughly: its bodies and its prefix blocks. */
@@ -105,7 +110,7 @@ const STEP_SLICE_MS = 4;
  * a crash of the machine may.
  */
 export class CaptureWriter {
-  private readonly opts: Required<Omit<CaptureWriterOptions, 'maxBytes' | 'log'>> &
+  private readonly opts: Required<Omit<CaptureWriterOptions, 'maxBytes' | 'log' | 'openFirst'>> &
     Pick<CaptureWriterOptions, 'maxBytes'>;
   private readonly log: (line: string) => void;
   private handle: FileHandle | undefined;
@@ -160,9 +165,9 @@ export class CaptureWriter {
       failed: 0,
       bodiesDropped: 0,
     };
-    // The first file is opened now, not when the first record is due: under a burst, opening it then took
+    // The first file is opened now (unless asked otherwise), not when the first record is due: under a burst, opening it then took
     // hundreds of milliseconds of event-loop turns while every record waited in memory.
-    if (options.mode !== 'off') {
+    if (options.mode !== 'off' && options.openFirst !== 'with-first-record') {
       this.draining = this.rotate()
         .catch((err) => this.failed(err, 0))
         .finally(() => {

@@ -183,6 +183,8 @@ export function wrapFetch(fetchImpl: FetchLike, options: WrapFetchOptions = {}):
     mode: options.capture ?? 'hashes',
     clock,
     log,
+    // An app may wrap its fetch and never use it: no empty capture file is left behind.
+    openFirst: 'with-first-record',
     ...(options.maxMb !== undefined ? { maxBytes: options.maxMb * 1024 * 1024 } : {}),
   });
   const metrics = new ProxyMetrics();

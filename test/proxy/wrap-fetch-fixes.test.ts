@@ -2,7 +2,7 @@
 // through tools-freeze; every byte outside a fix's change arrives as the app sent it; a fix the provider
 // refuses is withdrawn (the app's own request sent once, the app gets that answer, the next goes unfixed).
 
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -420,5 +420,34 @@ describe('wrapFetch refuses arguments a plain-JS caller can get wrong, before it
       wrapFetch(fetch as unknown as FetchLike, { dir, ...(options as object) } as WrapFetchOptions),
     ).toThrow(message);
     expect(readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe('wrapFetch and its capture folder', () => {
+  it('opens its capture file with the first record: a wrapper never used leaves no file', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'cacheward-wrap-lazy-')), 'captures');
+    const unused = wrapFetch(globalThis.fetch, { dir, logger: quiet });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(existsSync(dir) ? readdirSync(dir) : []).toEqual([]);
+    const f = wrapFetch(
+      async () => new Response(JSON.stringify({ id: 'msg_1', usage: { input_tokens: 3, output_tokens: 1 } })),
+      { dir, logger: quiet },
+    );
+    const res = await f('https://api.anthropic.com/v1/messages', {
+      method: 'POST',
+      body: JSON.stringify({
+        model: 'claude-opus-5',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    });
+    await res.text();
+    await f.flush();
+    const files = readdirSync(dir);
+    expect(files).toHaveLength(1);
+    expect(statSync(join(dir, files[0] as string)).mode & 0o777).toBe(0o600);
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    await f.close();
+    await unused.close();
   });
 });
