@@ -1,5 +1,4 @@
-// One exchange from the client's request to its record, whatever carries it (the proxy's server, wrapFetch):
-// the fix stage, the client's own bytes when the provider refuses a fix, the state commit, the record's facts.
+// One exchange from request to record, for the proxy and wrapFetch alike: fix stage, refusal, commit, facts.
 // It never sends or reads a byte itself, and never alters a request no fix asked to change.
 
 import type { TrackedRequest } from '../conversation/conversation-tracker.js';
