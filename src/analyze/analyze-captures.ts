@@ -19,6 +19,7 @@ import {
 } from '../conversation/resolve-conversation.js';
 import { LruMap } from '../core/lru-map.js';
 import { drainSteps } from '../core/steps.js';
+import { fixChanged } from '../fixes/fix-note.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
 import { type CapturedPrefix, type CaptureRecord, UNRECORDED_KIND } from '../record/capture-record.js';
@@ -203,7 +204,7 @@ export interface AnalysisResult {
    * instead, and the fix was withdrawn for that conversation on that model.
    */
   fixRefusals?: Record<string, number>;
-  /** Requests a fix changed (what went out was the fixed form), by fix, when any fix ran. */
+  /** Requests a fix changed (what went out was the fixed form), by fix, when a fix changed any. */
   fixesApplied?: Record<string, number>;
 }
 
@@ -472,7 +473,7 @@ export class Analyzer {
   *addSteps(r: CaptureRecord): Generator<void, AnalyzedRequest | undefined> {
     for (const f of r.fixes ?? []) {
       if (f.refused) this.fixRefusals.set(f.fix, (this.fixRefusals.get(f.fix) ?? 0) + 1);
-      if (f.changed) this.fixesApplied.set(f.fix, (this.fixesApplied.get(f.fix) ?? 0) + 1);
+      if (fixChanged(f)) this.fixesApplied.set(f.fix, (this.fixesApplied.get(f.fix) ?? 0) + 1);
     }
     if (!r.prefix || r.method !== 'POST') return undefined;
     const usage =

@@ -1,5 +1,5 @@
 // What a fix reports about one request: the changes it declares and the note the capture keeps of it.
-// Types only; never imports a fix, so fix.ts, withdrawal.ts and the capture record can all name it.
+// Types and which notes are fixes' own; never imports a fix, so fix.ts, the record and the report can use it.
 
 /**
  * A change a fix declares. `insert-message`: a message the client did not send, at this index of the
@@ -31,4 +31,12 @@ export interface FixNote {
    */
   refused?: { status: number; message: string };
   error?: string;
+}
+
+/** Notes that are not a fix's own (the pipeline, the stability guard, the state): never counted as fixes. */
+export const NOT_FIXES: ReadonlySet<string> = new Set(['pipeline', 'guard', 'state']);
+
+/** Whether a note says a fix changed the request (what went out was its fixed form). */
+export function fixChanged(note: Pick<FixNote, 'fix' | 'changed'>): boolean {
+  return note.changed && !NOT_FIXES.has(note.fix);
 }

@@ -162,7 +162,7 @@ function checkArguments(fetchImpl: unknown, options: WrapFetchOptions): void {
     throw new ProxyConfigError(
       `wrapFetch: unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; it takes ${[...OPTION_KEYS].join(', ')}`,
     );
-  if (options.capture !== undefined && !CAPTURE_MODES.has(options.capture))
+  if (options.capture != null && !CAPTURE_MODES.has(options.capture))
     throw new ProxyConfigError(
       `wrapFetch: capture must be 'off', 'hashes' or 'full', not ${JSON.stringify(options.capture)}`,
     );

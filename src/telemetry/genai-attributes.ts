@@ -5,6 +5,7 @@
 import type { AnalyzedRequest } from '../analyze/analyze-captures.js';
 import { describeMiss } from '../analyze/describe-miss.js';
 import { capLabel } from '../core/cap-label.js';
+import { fixChanged } from '../fixes/fix-note.js';
 import type { CaptureRecord } from '../record/capture-record.js';
 
 /** One finished request as telemetry exports it: its record and the analyzer's row (what the live view hands on). */
@@ -15,9 +16,6 @@ export interface ExportedRequest {
 
 export type AttributeValue = string | number | boolean | string[];
 export type Attributes = Record<string, AttributeValue>;
-
-/** Pseudo-fix names the pipeline uses for its own notes (not fixes a user turned on). */
-const NOT_FIXES = new Set(['pipeline', 'guard', 'state']);
 
 /** The span's name, kind-free: `{gen_ai.operation.name} {gen_ai.request.model}`. */
 export function spanName(e: ExportedRequest): string {
@@ -98,9 +96,7 @@ export function spanAttributes(e: ExportedRequest, server?: ServerAddress): Attr
   if (a.cost) out['cacheward.cost_usd'] = a.cost.total;
   // The model has no price row of its own: the cost is priced from this (its family's nearest) row.
   if (a.pricedAs) out['cacheward.price.priced_as'] = a.pricedAs;
-  out['cacheward.fixes.applied'] = r.fixes
-    .filter((f) => f.changed && !NOT_FIXES.has(f.fix))
-    .map((f) => f.fix);
+  out['cacheward.fixes.applied'] = r.fixes.filter(fixChanged).map((f) => f.fix);
   const failed = r.fixes.filter((f) => f.error).map((f) => f.fix);
   if (failed.length) out['cacheward.fixes.failed'] = failed;
   const state = r.fixes.find((f) => f.fix === 'state');

@@ -109,6 +109,7 @@ async function run(
   tuneHeapForAnalysis();
   // One line over all the inputs on a terminal (a whole ~/.claude is thousands of files), cleared at the end.
   const shown = io.color === false ? undefined : await readProgress(files);
+  let warned = 0;
   const result = await analyzePaths(files, {
     prices,
     keepRequests,
@@ -116,6 +117,7 @@ async function run(
     ...(ttlOverride !== undefined ? { ttlOverride } : {}),
     onWarning: (w) => {
       shown?.done();
+      warned++;
       io.err(`cacheward: warning: ${w}`);
     },
     ...(shown ? { onProgress: shown.onProgress } : {}),
@@ -123,7 +125,7 @@ async function run(
   if (!result.generatedFrom.records)
     throw new InputError(
       `${paths.join(', ')}: no capture records or transcript requests could be read (${
-        result.generatedFrom.skippedLines
+        warned
           ? `${result.generatedFrom.skippedLines} lines skipped, see the warnings`
           : 'none of their lines is a record'
       })`,
