@@ -7,14 +7,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PriceTable } from '../../src/analyze/price-table.js';
-import type { ReadRecord } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
 import { createProxy } from '../../src/proxy/create-proxy.js';
 import { analyzePaths } from '../../src/report/analyze-paths.js';
 import { renderTerminalReport } from '../../src/report/terminal-report.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { type RedisServer, redisInstalled, startRedis } from '../state/redis-server.js';
-import { anthropic, CASES, type Json, KEY, MODEL, records, replyOf, user } from './refusal-cases.js';
+import {
+  anthropic,
+  CASES,
+  expectRefusalRecords,
+  type Json,
+  KEY,
+  MODEL,
+  playCase,
+  records,
+  replyOf,
+  user,
+} from './refusal-cases.js';
 
 const same = (t: string) => t;
 const plain = { bold: same, dim: same, yellow: same, green: same };
@@ -31,7 +41,6 @@ describe('a fix the provider refuses is withdrawn', () => {
   it.each(CASES.map((c) => [`${c.fix}${c.route ? ` (${c.route}, ${c.status})` : ''}`, c] as const))(
     '%s: the client gets the unfixed answer, the next request goes unfixed, and it is said everywhere',
     async (_name, c) => {
-      const route = c.route ?? '/v1/messages';
       const dir = mkdtempSync(join(tmpdir(), 'cacheward-refusal-'));
       const logs: string[] = [];
       const proxy = createProxy({
@@ -44,59 +53,26 @@ describe('a fix the provider refuses is withdrawn', () => {
       });
       await proxy.listen();
       const before = sim.stats().requests;
-      const sent: Buffer[] = [];
       try {
-        let history: Json[] = [];
-        for (const turn of c.turns) {
-          clock.advance(5_000);
-          const body = turn(history);
-          const bytes = Buffer.from(JSON.stringify(body));
-          sent.push(bytes);
-          const res = await fetch(`${proxy.url}${route}`, {
-            method: 'POST',
-            headers: {
-              'content-type': 'application/json',
-              'x-api-key': KEY,
-              authorization: `Bearer ${KEY}`,
-              'x-sim-refuse-if': c.marker,
-              ...(c.status ? { 'x-sim-refuse-status': String(c.status) } : {}),
-            },
-            body: bytes,
-          });
-          const json = (await res.json()) as Json;
-          // Every request is answered as the provider answers the client's own bytes: never the refusal.
-          expect(res.status, JSON.stringify(json)).toBe(200);
-          history = [...((body.messages ?? body.input) as Json[]), replyOf(route, json)];
-        }
+        const sent = await playCase(
+          c,
+          (route, init) => fetch(`${proxy.url}${route}`, init),
+          () => clock.advance(5_000),
+        );
         await proxy.flush();
         // One resend: the refused request went upstream twice, every other once.
         expect(sim.stats().requests - before).toBe(c.turns.length + 1);
         expect(proxy.health().fixRefusals).toEqual({ [c.fix]: 1 });
         expect(logs.filter((l) => l.includes('refused by the provider'))).toHaveLength(1);
-        const recs = await records(dir);
-        expect(recs).toHaveLength(c.turns.length);
-        const refused = recs[c.refusedTurn] as ReadRecord;
-        const note = refused.record.fixes.find((f) => f.fix === c.fix);
-        expect(note?.refused?.status).toBe(c.status ?? 400);
-        expect(note?.changed).toBe(false);
-        expect(note?.notes.join(' ')).toContain('fix refused by the provider');
-        // What the provider answered is what the capture keeps: the client's own bytes.
-        expect(refused.body?.equals(sent[c.refusedTurn] as Buffer)).toBe(true);
-        expect(refused.clientBody).toBeUndefined();
+        // What the provider answered is what the capture keeps: the client's own bytes; the requests after
+        // it go out as the client sent them (the fix is off for the conversation).
+        expectRefusalRecords(c, await records(dir), sent);
         // The live page's state says so.
         const live = await (await fetch(`${proxy.url}/_cacheward/state`)).text();
         expect(live).toContain('fix refused by the provider');
         // The report says so.
         const report = renderTerminalReport(await analyzePaths([dir], { prices: new PriceTable() }), plain);
         expect(report.join('\n')).toContain(`fix refused by the provider: ${c.fix} 1×`);
-        // The requests after it go out as the client sent them: the fix is off for the conversation.
-        for (let k = c.refusedTurn + 1; k < c.turns.length; k++) {
-          const r = recs[k] as ReadRecord;
-          expect(r.body?.equals(sent[k] as Buffer), `turn ${k}`).toBe(true);
-          expect(r.record.fixes.find((f) => f.fix === c.fix)?.notes.join(' ')).toContain(
-            'the provider refused it earlier',
-          );
-        }
       } finally {
         await proxy.close();
       }

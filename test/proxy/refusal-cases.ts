@@ -1,6 +1,7 @@
 // The conversations of the fix-refusal tests, shared by the proxy's and wrapFetch's: for every built-in fix, a
 // conversation, the text only the fixed form of one of its requests carries, and which turn that is.
 
+import { expect } from 'vitest';
 import { type ReadRecord, readCaptures } from '../../src/capture/capture-reader.js';
 
 export type Json = Record<string, unknown>;
@@ -165,4 +166,63 @@ export async function records(dir: string): Promise<ReadRecord[]> {
   const out: ReadRecord[] = [];
   for await (const r of readCaptures([dir])) out.push(r);
   return out.sort((a, b) => a.record.times.start - b.record.times.start);
+}
+
+/**
+ * Plays a case's turns through `send` (the proxy's URL or a wrapped fetch), each continuing the one before,
+ * with the simulator told to refuse the fixed form; every answer must be the 200 the client's own bytes get.
+ * Returns the bytes the client sent, turn by turn.
+ */
+export async function playCase(
+  c: Case,
+  send: (route: string, init: RequestInit) => Promise<Response>,
+  advance: () => void,
+): Promise<Buffer[]> {
+  const route = c.route ?? '/v1/messages';
+  const sent: Buffer[] = [];
+  let history: Json[] = [];
+  for (const turn of c.turns) {
+    advance();
+    const body = turn(history);
+    const bytes = Buffer.from(JSON.stringify(body));
+    sent.push(bytes);
+    const res = await send(route, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': KEY,
+        authorization: `Bearer ${KEY}`,
+        'x-sim-refuse-if': c.marker,
+        ...(c.status ? { 'x-sim-refuse-status': String(c.status) } : {}),
+      },
+      body: bytes,
+    });
+    const json = (await res.json()) as Json;
+    // Every request is answered as the provider answers the client's own bytes: never the refusal.
+    expect(res.status, JSON.stringify(json)).toBe(200);
+    history = [...((body.messages ?? body.input) as Json[]), replyOf(route, json)];
+  }
+  return sent;
+}
+
+/**
+ * What the capture must say of a played case: the refused turn's note and the client's own bytes as what
+ * went out; every later turn sent as the client made it, its note saying the fix is off.
+ */
+export function expectRefusalRecords(c: Case, recs: readonly ReadRecord[], sent: readonly Buffer[]): void {
+  expect(recs).toHaveLength(c.turns.length);
+  const refused = recs[c.refusedTurn] as ReadRecord;
+  const note = refused.record.fixes.find((n) => n.fix === c.fix);
+  expect(note?.refused?.status).toBe(c.status ?? 400);
+  expect(note?.changed).toBe(false);
+  expect(note?.notes.join(' ')).toContain('fix refused by the provider');
+  expect(refused.body?.equals(sent[c.refusedTurn] as Buffer)).toBe(true);
+  expect(refused.clientBody).toBeUndefined();
+  for (let k = c.refusedTurn + 1; k < c.turns.length; k++) {
+    const r = recs[k] as ReadRecord;
+    expect(r.body?.equals(sent[k] as Buffer), `turn ${k}`).toBe(true);
+    expect(r.record.fixes.find((n) => n.fix === c.fix)?.notes.join(' ')).toContain(
+      'the provider refused it earlier',
+    );
+  }
 }

@@ -10,31 +10,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PriceTable } from '../../src/analyze/price-table.js';
 import type { ReadRecord } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
+import { type ClientEdit, undeclaredDifference } from '../../src/fixes/byte-patch.js';
 import { type FetchLike, type WrapFetchOptions, wrapFetch } from '../../src/proxy/wrap-fetch.js';
 import type { CaptureRecord } from '../../src/record/capture-record.js';
 import { analyzePaths } from '../../src/report/analyze-paths.js';
 import { renderTerminalReport } from '../../src/report/terminal-report.js';
 import { createSimulator } from '../../src/sim/simulator.js';
-import { CASES, type Json, KEY, records, replyOf } from './refusal-cases.js';
+import { CASES, expectRefusalRecords, KEY, playCase, records } from './refusal-cases.js';
 
 const quiet = { warn: () => {}, info: () => {} };
 const same = (t: string) => t;
 const plain = { bold: same, dim: same, yellow: same, green: same };
 
-/** Whether `forwarded` is `client` with only the patches (`[start, end, length written]` in `client`) changed. */
-function outsidePatches(
-  client: Buffer,
-  forwarded: Buffer,
-  patches: Array<[number, number, number]>,
-): boolean {
-  let c = 0;
-  let f = 0;
-  for (const [start, end, written] of patches) {
-    if (!client.subarray(c, start).equals(forwarded.subarray(f, f + (start - c)))) return false;
-    f += start - c + written;
-    c = end;
-  }
-  return client.subarray(c).equals(forwarded.subarray(f));
+/** One fix's recorded patches (`[start, end, length written]` in the client's bytes) as the edits they make. */
+function editsOf(patches: ReadonlyArray<[number, number, number]>): ClientEdit[] {
+  let shift = 0;
+  return patches.map(([start, end, length]) => {
+    const edit = { start, end, at: start + shift, length };
+    shift += length - (end - start);
+    return edit;
+  });
 }
 
 describe('wrapFetch with fixes', () => {
@@ -110,7 +105,8 @@ describe('wrapFetch with fixes', () => {
     // Every byte outside the fix's declared patches goes out as the SDK made it.
     for (const r of fixed.records) {
       const patches = r.record.fixes.find((n) => n.fix === 'tools-freeze')?.patches ?? [];
-      if (r.clientBody) expect(outsidePatches(r.clientBody, r.body as Buffer, patches)).toBe(true);
+      if (r.clientBody)
+        expect(undeclaredDifference(r.clientBody, r.body as Buffer, editsOf(patches))).toBeUndefined();
       else expect(patches).toEqual([]);
     }
     // Each request resolved once: a conversation of six turns, each continuing the one before.
@@ -127,7 +123,6 @@ describe('wrapFetch with fixes', () => {
   it.each(CASES.map((c) => [`${c.fix}${c.route ? ` (${c.route}, ${c.status})` : ''}`, c] as const))(
     '%s refused: the app gets the answer to its own request, sent once, and the next request goes unfixed',
     async (_name, c) => {
-      const route = c.route ?? '/v1/messages';
       const dir = mkdtempSync(join(tmpdir(), 'cacheward-wrap-refusal-'));
       const logs: string[] = [];
       const seen: CaptureRecord[] = [];
@@ -140,46 +135,16 @@ describe('wrapFetch with fixes', () => {
         onRecord: (r) => seen.push(r),
       });
       const before = sim.stats().requests;
-      const sent: Buffer[] = [];
-      let history: Json[] = [];
-      for (const turn of c.turns) {
-        clock.advance(5_000);
-        const body = turn(history);
-        const bytes = Buffer.from(JSON.stringify(body));
-        sent.push(bytes);
-        const res = await f(`${simUrl}${route}`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'x-api-key': KEY,
-            authorization: `Bearer ${KEY}`,
-            'x-sim-refuse-if': c.marker,
-            ...(c.status ? { 'x-sim-refuse-status': String(c.status) } : {}),
-          },
-          body: bytes,
-        });
-        const json = (await res.json()) as Json;
-        expect(res.status, JSON.stringify(json)).toBe(200);
-        history = [...((body.messages ?? body.input) as Json[]), replyOf(route, json)];
-      }
+      const sent = await playCase(
+        c,
+        (route, init) => f(`${simUrl}${route}`, init),
+        () => clock.advance(5_000),
+      );
       await f.close();
       expect(sim.stats().requests - before).toBe(c.turns.length + 1);
       expect(logs.filter((l) => l.includes('refused by the provider'))).toHaveLength(1);
       expect(seen).toHaveLength(c.turns.length);
-      const recs = await records(dir);
-      const refused = recs[c.refusedTurn] as ReadRecord;
-      const note = refused.record.fixes.find((n) => n.fix === c.fix);
-      expect(note?.refused?.status).toBe(c.status ?? 400);
-      expect(note?.changed).toBe(false);
-      expect(refused.body?.equals(sent[c.refusedTurn] as Buffer)).toBe(true);
-      expect(refused.clientBody).toBeUndefined();
-      for (let k = c.refusedTurn + 1; k < c.turns.length; k++) {
-        const r = recs[k] as ReadRecord;
-        expect(r.body?.equals(sent[k] as Buffer), `turn ${k}`).toBe(true);
-        expect(r.record.fixes.find((n) => n.fix === c.fix)?.notes.join(' ')).toContain(
-          'the provider refused it earlier',
-        );
-      }
+      expectRefusalRecords(c, await records(dir), sent);
     },
   );
 
