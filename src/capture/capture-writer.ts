@@ -86,6 +86,13 @@ export interface CapturedBodies {
 
 export const CAPTURE_FILE = /^capture-.*\.jsonl$/;
 
+/**
+ * Every capture file a writer of this process has opened: a name is never opened twice, so two writers
+ * started in the same second (a proxy and a wrapFetch, two wrappers) never share a file, whose delta chains
+ * would then interleave. A few dozen bytes per file a process opens.
+ */
+const namesTaken = new Set<string>();
+
 /** On disk only: the headers are those of the session's previous record in the file. */
 export const SAME_HEADERS: Record<string, string> = { '=': 'previous' };
 /** On disk only: the folded parameters are those of the base record. */
@@ -474,8 +481,12 @@ export class CaptureWriter {
     this.handle = undefined;
     await this.ensureDir();
     const stamp = new Date(this.opts.clock.now()).toISOString().replace(/[-:]/g, '').replace(/\..*$/, '');
-    const name = `capture-${stamp}-${process.pid}-${String(++this.seq).padStart(4, '0')}.jsonl`;
-    const path = join(this.opts.dir, name);
+    let path: string;
+    do {
+      const name = `capture-${stamp}-${process.pid}-${String(++this.seq).padStart(4, '0')}.jsonl`;
+      path = join(this.opts.dir, name);
+    } while (namesTaken.has(resolve(path)));
+    namesTaken.add(resolve(path));
     const existed = await stat(path).then(
       () => true,
       () => false,

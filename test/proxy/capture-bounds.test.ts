@@ -199,4 +199,34 @@ describe('CaptureWriter memory', () => {
     expect(read.get('again')).toBe(1007);
     expect(read.get('after-huge')).toBe(huge.length + 1);
   });
+
+  it('two writers opening in the same second write two files, and each chain reads back whole', async () => {
+    const dir = tmp();
+    const clock = new VirtualClock();
+    const a = new CaptureWriter({ dir, mode: 'full', clock });
+    const b = new CaptureWriter({ dir, mode: 'full', clock });
+    // The same session key in both: a delta stored against the other writer's body would read back wrong.
+    const body = (who: string, n: number) => Buffer.from(`${'p'.repeat(2000)}${who}:${'x'.repeat(n)}`);
+    for (let i = 0; i < 5; i++) {
+      a.write(bareRecord(`a${i}`, 'same'), { forwarded: body('a', i) });
+      b.write(bareRecord(`b${i}`, 'same'), { forwarded: body('b', i) });
+      await Promise.all([a.flush(), b.flush()]);
+    }
+    await Promise.all([a.close(), b.close()]);
+    const files = readdirSync(dir).filter((n) => n.startsWith('capture-'));
+    expect(files).toHaveLength(2);
+    for (const f of files) {
+      const ids = readFileSync(join(dir, f), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { id: string }).id[0]);
+      expect(new Set(ids).size).toBe(1);
+    }
+    const read = new Map<string, string>();
+    for await (const r of readCaptures([dir])) read.set(r.record.id, r.body?.toString() ?? '');
+    for (let i = 0; i < 5; i++) {
+      expect(read.get(`a${i}`)).toBe(body('a', i).toString());
+      expect(read.get(`b${i}`)).toBe(body('b', i).toString());
+    }
+  });
 });
