@@ -147,6 +147,20 @@ export interface UnfixedCost {
   waste: number;
 }
 
+/** Outcomes of an exchange whose answer did not arrive whole (the proxy's words, capture-record.ts). */
+const CUT_SHORT: ReadonlySet<string> = new Set(['client_aborted', 'upstream_reset', 'upstream_error']);
+
+/**
+ * How a request ended without its whole answer, or undefined when it got one (an error status is an
+ * answer): its record's outcome, or `no_response` where the record holds neither a status nor usage (a
+ * transcript's call that no response line followed).
+ */
+export function unansweredAs(r: Pick<CaptureRecord, 'outcome' | 'status' | 'usage'>): string | undefined {
+  if (CUT_SHORT.has(r.outcome)) return r.outcome;
+  if (r.status === undefined && !r.usage) return 'no_response';
+  return undefined;
+}
+
 /** Whether a record went out unfixed because the shared state could not be had (its `state` note says so). */
 export function wentOutUnfixed(r: Pick<CaptureRecord, 'fixes'>): boolean {
   return r.fixes.some(
@@ -192,6 +206,8 @@ export interface AnalysisResult {
     unpricedModels: string[];
     /** Requests that went out unfixed because a fleet's shared state could not be had, and their cost (if any). */
     unfixed?: UnfixedCost;
+    /** Requests that got no whole answer, by how they ended (see {@link unansweredAs}), when any did. */
+    unanswered?: Record<string, number>;
   };
   byCause: Array<{ cause: BustCause; misses: number; rewrittenTokens: number; waste: number }>;
   sessions: SessionSummary[];
@@ -440,6 +456,7 @@ export class Analyzer {
   /** Requests whose fixed form the provider refused, by fix (their notes say so). */
   private readonly fixRefusals = new Map<string, number>();
   private readonly fixesApplied = new Map<string, number>();
+  private readonly unanswered = new Map<string, number>();
   private readonly unfixed: UnfixedCost = { requests: 0, rewrittenTokens: 0, waste: 0 };
 
   constructor(private readonly options: AnalyzeOptions) {
@@ -620,6 +637,8 @@ export class Analyzer {
       this.unfixed.waste += row.miss?.waste ?? 0;
     }
     for (const c of res?.reclassified ?? []) this.reclassify(c);
+    const ended = unansweredAs(r);
+    if (ended) this.unanswered.set(ended, (this.unanswered.get(ended) ?? 0) + 1);
     this.tally(row, usage);
     if (this.options.keepRequests !== false) this.requests.push(row);
 
@@ -911,6 +930,7 @@ export class Analyzer {
         hitRate: totals.inputTokens > 0 ? totals.readTokens / totals.inputTokens : null,
         unpricedModels: [...this.unpricedModels].sort(),
         ...(this.unfixed.requests ? { unfixed: { ...this.unfixed } } : {}),
+        ...(this.unanswered.size ? { unanswered: Object.fromEntries(this.unanswered) } : {}),
       },
       byCause: [...byCause.values()].sort(
         (a, b) => b.waste - a.waste || b.rewrittenTokens - a.rewrittenTokens,

@@ -5,7 +5,7 @@ import type { AnalysisResult, AnalyzedRequest, BustCause } from '../analyze/anal
 import { formatUsd } from '../analyze/describe-miss.js';
 import { clockTimeMs, missLine } from './miss-line.js';
 import { REPORT_CSS } from './report-style.js';
-import { nearestPrices, notCapturedLine } from './terminal-report.js';
+import { nearestPrices, notCapturedLine, unansweredLine } from './terminal-report.js';
 
 const esc = (s: string) =>
   s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -265,7 +265,9 @@ export function renderHtmlReport(a: AnalysisResult): string {
     ? `<p class="warn">Not priced (no dated price; add one with <code>--prices FILE</code>): ${esc(t.unpricedModels.join(', '))}.</p>`
     : '';
   const lost = notCapturedLine(a);
-  const notCaptured = lost ? `<p class="warn">${esc(lost)}.</p>` : '';
+  const cut = unansweredLine(a);
+  const notCaptured =
+    (lost ? `<p class="warn">${esc(lost)}.</p>` : '') + (cut ? `<p class="warn">${esc(cut)}.</p>` : '');
   const borrowed = nearestPrices(a);
   const nearest = borrowed
     ? `<p class="warn">${esc(borrowed.replace(/^./, (c) => c.toUpperCase()))}.</p>`

@@ -60,6 +60,8 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
   }
   const lost = notCapturedLine(a);
   if (lost) out.push(s.yellow(`  ${lost}`));
+  const cut = unansweredLine(a);
+  if (cut) out.push(s.yellow(`  ${cut}`));
   const borrowed = nearestPrices(a);
   if (borrowed) out.push(s.yellow(`  ${borrowed}`));
   if (t.unfixed) {
@@ -131,6 +133,18 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
       s.dim(`(${a.generatedFrom.skippedLines} torn or invalid lines skipped; see the warnings above)`),
     );
   return out;
+}
+
+/** The sentence for requests that got no whole answer, by how they ended, or undefined when all did. */
+export function unansweredLine(a: AnalysisResult): string | undefined {
+  const by = a.totals.unanswered;
+  if (!by) return undefined;
+  const n = Object.values(by).reduce((x, y) => x + y, 0);
+  const how = Object.entries(by)
+    .sort((x, y) => y[1] - x[1])
+    .map(([k, v]) => `${k === 'no_response' ? 'no response recorded' : k} ${v.toLocaleString('en-US')}`)
+    .join(' · ');
+  return `${n.toLocaleString('en-US')} request${n === 1 ? '' : 's'} got no whole answer (${how}): counted as requests, their tokens only where the provider reported them`;
 }
 
 /** The sentence for exchanges the proxy did not capture (its own count), or undefined when there were none. */

@@ -20,10 +20,13 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
+import { PriceTable } from '../../src/analyze/price-table.js';
 import { readCaptures } from '../../src/capture/capture-reader.js';
 import { VirtualClock } from '../../src/core/clock.js';
 import { NotListeningError } from '../../src/core/listen.js';
 import { createProxy, ProxyConfigError } from '../../src/proxy/create-proxy.js';
+import { analyzePaths } from '../../src/report/analyze-paths.js';
+import { renderTerminalReport } from '../../src/report/terminal-report.js';
 import { createSimulator } from '../../src/sim/simulator.js';
 import { EPHEMERAL, messagesBody } from '../sim/helpers.js';
 import { builtCli } from '../suite.js';
@@ -31,6 +34,8 @@ import { API_KEY, nextLiveRequest, startProxy } from './helpers.js';
 
 type Json = Record<string, unknown>;
 const h = await startProxy();
+const same = (t: string) => t;
+const plain = { bold: same, dim: same, yellow: same, green: same };
 const body = messagesBody(3, 200, { 2: EPHEMERAL });
 const fault = (f: string) => ({ headers: { 'x-sim-fault': f } });
 const caught = (p: Promise<unknown>) =>
@@ -109,6 +114,36 @@ describe('upstream faults reach the client as the provider sent them', () => {
     const rec = (await h.records()).filter((r) => r.record.outcome === 'upstream_reset').at(-1);
     expect(rec?.record.error).toMatch(/dropped mid-response/);
     expect(rec?.record.status).toBe(200);
+  });
+
+  it('the report says how many requests got no whole answer, by how each ended', async () => {
+    const reset = await caught(
+      h
+        .anthropic()
+        .messages.stream(body as never, fault('reset-mid-stream'))
+        .finalMessage(),
+    );
+    expect(reset).toBeInstanceOf(Anthropic.AnthropicError);
+    // A client that gives up on a stalled answer.
+    const client = new Anthropic({ apiKey: API_KEY, baseURL: h.proxy.url, maxRetries: 0, timeout: 150 });
+    const named = nextLiveRequest(h.proxy);
+    expect(await caught(client.messages.create(body as never, fault('stall=1500')))).toBeInstanceOf(
+      Anthropic.APIConnectionTimeoutError,
+    );
+    await named;
+    await h.proxy.flush();
+    const recs = await h.records();
+    const told: Record<string, number> = {};
+    for (const { record } of recs)
+      if (['client_aborted', 'upstream_reset', 'upstream_error'].includes(record.outcome))
+        told[record.outcome] = (told[record.outcome] ?? 0) + 1;
+    expect(told.client_aborted).toBeGreaterThanOrEqual(1);
+    expect(told.upstream_reset).toBeGreaterThanOrEqual(1);
+    const a = await analyzePaths([h.dir], { prices: new PriceTable() });
+    expect(a.totals.unanswered).toEqual(told);
+    const line = renderTerminalReport(a, plain).find((l) => l.includes('no whole answer'));
+    expect(line).toContain(`upstream_reset ${told.upstream_reset}`);
+    expect(line).toContain(`client_aborted ${told.client_aborted}`);
   });
 
   it('answers 502 in the provider shape when the upstream cannot be reached', async () => {
