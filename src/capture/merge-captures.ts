@@ -5,6 +5,7 @@
 // It never changes a record or writes a file.
 
 import { realpath } from 'node:fs/promises';
+import { mapBounded } from '../core/map-bounded.js';
 import { SourceRecords } from '../sources/source-records.js';
 import { transcriptStart } from '../sources/transcript-files.js';
 import { captureFiles, type ReadCapturesOptions, type ReadRecord, readCaptures } from './capture-reader.js';
@@ -74,7 +75,9 @@ export async function* mergeCaptures(
   // Files are opened as the merge reaches their start (the time in their name, when it has one), not all
   // at once: every open file holds read buffers for records that are not due yet.
   const pending: Array<{ file: string; stamp: number }> = [];
-  for (const file of await distinctCaptureFiles(paths)) pending.push({ file, stamp: await fileStart(file) });
+  const files = await distinctCaptureFiles(paths);
+  const stamps = await mapBounded(files, 16, fileStart);
+  for (const [i, file] of files.entries()) pending.push({ file, stamp: stamps[i] as number });
   pending.sort((a, b) => a.stamp - b.stamp);
   // One maker of transcript records for every file: its prefix builder extends each body from the last.
   const sourced = { ...options, sources: options.sources ?? new SourceRecords() };

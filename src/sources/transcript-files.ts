@@ -3,10 +3,13 @@
 
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { mapBounded } from '../core/map-bounded.js';
 import { firstTimestamp, type SourceKind, sourceKind } from './transcript-kind.js';
 
 /** How much of a file's start is read to tell its kind and first time. */
 const HEAD_BYTES = 64 * 1024;
+/** Heads read at once when a folder is walked (each holds a {@link HEAD_BYTES} buffer while it is read). */
+const HEADS_AT_ONCE = 16;
 /** How deep below a folder transcripts are looked for (`~/.codex/sessions/YYYY/MM/DD/…`, a subagent's file). */
 export const TRANSCRIPT_DEPTH = 6;
 /** A cacheward capture file's name (the capture writer's). */
@@ -69,12 +72,9 @@ export async function transcriptStart(file: string): Promise<number | undefined>
  * read are passed over.
  */
 export async function transcriptFiles(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const path of await namedLikeTranscripts(dir)) {
-    const kind = await fileKind(path).catch(() => undefined);
-    if (kind === 'claude-code' || kind === 'codex') out.push(path);
-  }
-  return out;
+  const paths = await namedLikeTranscripts(dir);
+  const kinds = await mapBounded(paths, HEADS_AT_ONCE, (path) => fileKind(path).catch(() => undefined));
+  return paths.filter((_, i) => kinds[i] === 'claude-code' || kinds[i] === 'codex');
 }
 
 /**
