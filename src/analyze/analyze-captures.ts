@@ -147,17 +147,25 @@ export interface UnfixedCost {
   waste: number;
 }
 
-/** Outcomes of an exchange whose answer did not arrive whole (the proxy's words, capture-record.ts). */
-const CUT_SHORT: ReadonlySet<string> = new Set(['client_aborted', 'upstream_reset', 'upstream_error']);
+/**
+ * Outcomes of an exchange whose answer did not arrive whole (the proxy's words, capture-record.ts): the
+ * client left, the upstream broke off or could not be reached, or the proxy could not send it (`refused`).
+ */
+const CUT_SHORT: ReadonlySet<string> = new Set([
+  'client_aborted',
+  'upstream_reset',
+  'upstream_error',
+  'refused',
+]);
 
 /**
  * How a request ended without its whole answer, or undefined when it got one (an error status is an
- * answer): its record's outcome, or `no_response` where the record holds neither a status nor usage (a
- * transcript's call that no response line followed).
+ * answer): its record's outcome, or `no_response` where a complete record holds neither a status nor usage
+ * (a transcript's call that no response line followed).
  */
 export function unansweredAs(r: Pick<CaptureRecord, 'outcome' | 'status' | 'usage'>): string | undefined {
   if (CUT_SHORT.has(r.outcome)) return r.outcome;
-  if (r.status === undefined && !r.usage) return 'no_response';
+  if (r.outcome === 'complete' && r.status === undefined && !r.usage) return 'no_response';
   return undefined;
 }
 

@@ -121,7 +121,8 @@ export interface CaptureRecord {
   status?: number;
   /**
    * How the exchange ended: `complete`, `error` (status >= 400), `upstream_error`, `client_aborted`,
-   * `upstream_reset`, `unparsable` (a WebSocket message that is not JSON, relayed as it came).
+   * `upstream_reset`, `refused` (the proxy could not send it and answered 400 itself), `unparsable` (a
+   * WebSocket message that is not JSON, relayed as it came).
    */
   outcome: string;
   /** `websocket`: a `response.create` on a Responses WebSocket (method `POST`, as its HTTP twin); absent for HTTP. */
