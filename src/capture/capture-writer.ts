@@ -87,11 +87,11 @@ export interface CapturedBodies {
 export const CAPTURE_FILE = /^capture-.*\.jsonl$/;
 
 /**
- * Every capture file a writer of this process has opened: a name is never opened twice, so two writers
- * started in the same second (a proxy and a wrapFetch, two wrappers) never share a file, whose delta chains
- * would then interleave. A few dozen bytes per file a process opens.
+ * The capture files writers of this process hold open: a name open in one is never opened by another, so
+ * two writers started in the same second (a proxy and a wrapFetch, two wrappers) never write into one file
+ * at once, where each would take the other's records for its sessions' previous ones. One entry per writer.
  */
-const namesTaken = new Set<string>();
+const namesOpen = new Set<string>();
 
 /** On disk only: the headers are those of the session's previous record in the file. */
 export const SAME_HEADERS: Record<string, string> = { '=': 'previous' };
@@ -122,6 +122,10 @@ export class CaptureWriter {
   private readonly log: (line: string) => void;
   private handle: FileHandle | undefined;
   private file: string | undefined;
+  /** close() was called: a record written after it leaves no file open. */
+  private closed = false;
+  /** The name (resolved) this writer holds in {@link namesOpen}, while its file is open. */
+  private nameHeld: string | undefined;
   private fileBytes = 0;
   /** Bytes of capture files in the folder (counted at each new file, then added to as this writer appends). */
   private folderBytes = 0;
@@ -258,6 +262,8 @@ export class CaptureWriter {
       this.draining = undefined;
       // A record queued between the drain's last check and now still gets written.
       if (this.queue.length) this.startDrain();
+      // One that came after close() (an exchange that ended late) is written, and its file closed again.
+      else if (this.closed) void this.closeFile();
     });
   }
 
@@ -270,10 +276,16 @@ export class CaptureWriter {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.flush();
+    await this.closeFile();
+  }
+
+  private async closeFile(): Promise<void> {
     const h = this.handle;
     const unused = this.createdEmpty && this.fileBytes === 0 ? this.file : undefined;
     this.handle = undefined;
+    this.letNameGo();
     await h?.close().catch(() => {});
     // A file opened in advance that no record reached is not left behind.
     if (unused) await unlink(unused).catch(() => {});
@@ -429,6 +441,7 @@ export class CaptureWriter {
     const h = this.handle;
     const emptyFile = this.createdEmpty && this.fileBytes === 0 ? this.file : undefined;
     this.handle = undefined;
+    this.letNameGo();
     this.createdEmpty = false;
     this.bases.clear();
     await h?.close().catch(() => {});
@@ -476,17 +489,25 @@ export class CaptureWriter {
     return out;
   }
 
+  /** The file this writer held is closed: another writer of the process may take its name. */
+  private letNameGo(): void {
+    if (this.nameHeld !== undefined) namesOpen.delete(this.nameHeld);
+    this.nameHeld = undefined;
+  }
+
   private async rotate(): Promise<void> {
     await this.handle?.close().catch(() => {});
     this.handle = undefined;
+    this.letNameGo();
     await this.ensureDir();
     const stamp = new Date(this.opts.clock.now()).toISOString().replace(/[-:]/g, '').replace(/\..*$/, '');
     let path: string;
     do {
       const name = `capture-${stamp}-${process.pid}-${String(++this.seq).padStart(4, '0')}.jsonl`;
       path = join(this.opts.dir, name);
-    } while (namesTaken.has(resolve(path)));
-    namesTaken.add(resolve(path));
+    } while (namesOpen.has(resolve(path)));
+    this.nameHeld = resolve(path);
+    namesOpen.add(this.nameHeld);
     const existed = await stat(path).then(
       () => true,
       () => false,

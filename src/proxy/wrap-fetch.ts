@@ -350,13 +350,15 @@ function observedBody(
 ): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let told = false;
-  /** True the first time only: each end is told once. */
+  const onAbort = () => once() && ends.cancelled();
+  /** True the first time only: each end is told once, and the app's signal is let go (it may outlive us). */
   const once = () => {
     if (told) return false;
     told = true;
+    ends.signal?.removeEventListener('abort', onAbort);
     return true;
   };
-  ends.signal?.addEventListener('abort', () => once() && ends.cancelled(), { once: true });
+  ends.signal?.addEventListener('abort', onAbort, { once: true });
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {

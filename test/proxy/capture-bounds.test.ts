@@ -1,4 +1,12 @@
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -228,5 +236,27 @@ describe('CaptureWriter memory', () => {
       expect(read.get(`a${i}`)).toBe(body('a', i).toString());
       expect(read.get(`b${i}`)).toBe(body('b', i).toString());
     }
+  });
+
+  it('writes a record that comes after close(), and leaves no file open', async () => {
+    const dir = tmp();
+    const writer = new CaptureWriter({ dir, mode: 'hashes', clock: new VirtualClock() });
+    writer.write(bareRecord('before'));
+    await writer.close();
+    // An exchange that ended after its wrapper was closed (a body the app read late).
+    writer.write(bareRecord('after'));
+    await writer.flush();
+    await new Promise((r) => setTimeout(r, 50));
+    const ids: string[] = [];
+    for await (const r of readCaptures([dir])) ids.push(r.record.id);
+    expect(ids).toEqual(['before', 'after']);
+    const open = readdirSync('/proc/self/fd').flatMap((fd) => {
+      try {
+        return [readlinkSync(`/proc/self/fd/${fd}`)];
+      } catch {
+        return [];
+      }
+    });
+    expect(open.filter((f) => f.startsWith(dir))).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 // wrapFetch's record of a response the app does not read to its end: cancelled by the app, or broken
 // mid-stream by the upstream; and a recording failure that must never reach the app's request.
 
+import { getEventListeners } from 'node:events';
 import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -110,6 +111,33 @@ describe('wrapFetch, a response not read to its end', () => {
     expect(await reading).toContain('message_stop');
     expect(warnings.join('\n')).toMatch(/not recorded: a subscriber that throws/);
     await f.close();
+  });
+});
+
+describe("wrapFetch with one AbortSignal for many calls (an agent session's controller)", () => {
+  it('lets the signal go once each body has ended, read whole, broken or cancelled', async () => {
+    const records: CaptureRecord[] = [];
+    const session = new AbortController();
+    for (const how of ['finish', 'break', 'cancel'] as const)
+      for (let i = 0; i < 5; i++) {
+        const up = upstream();
+        const f = wrapped(up.fetch, (r) => records.push(r));
+        const res = await f(URL_, { ...post, signal: session.signal });
+        if (how === 'cancel') await (res.body as ReadableStream<Uint8Array>).cancel('done with it');
+        else {
+          const reading = res.text().catch(() => 'broken');
+          up.end(how);
+          await reading;
+        }
+        await f.close();
+      }
+    // Every exchange ended and was recorded; none is held by the signal the app keeps.
+    expect(records.map((r) => r.outcome)).toEqual([
+      ...Array(5).fill('complete'),
+      ...Array(5).fill('upstream_reset'),
+      ...Array(5).fill('client_aborted'),
+    ]);
+    expect(getEventListeners(session.signal, 'abort')).toHaveLength(0);
   });
 });
 
