@@ -168,11 +168,14 @@ describe('cacheward run', () => {
     ]);
   }, 30_000);
 
-  it('refuses --sim with an upstream, --script without --sim and a missing command', async () => {
+  it('refuses --sim with an upstream, --script or --agent-home without --sim and a missing command', async () => {
     expect((await cli(['run', '--sim', '--upstream', 'http://127.0.0.1:1', '--', 'true'])).stderr).toContain(
       '--sim answers every route itself',
     );
     expect((await cli(['run', '--script', 'x.json', '--', 'true'])).stderr).toContain('only with --sim');
+    expect((await cli(['run', '--agent-home', 'h', '--', 'true'])).stderr).toContain(
+      '--agent-home: only with --sim',
+    );
     const bad = await cli(['run', '--upstream', 'ftp://example.com', '--', 'true']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('not an http(s) URL with a host');
@@ -260,7 +263,11 @@ describe('the environment and arguments the agent gets', () => {
   const url = 'http://127.0.0.1:5000';
 
   it('points both SDKs at the proxy; under --sim placeholder keys replace real ones, the rest goes to the guard', () => {
-    const offline = { guardUrl: 'http://127.0.0.1:6000', codexHome: '/tmp/codex-home' };
+    const offline = {
+      guardUrl: 'http://127.0.0.1:6000',
+      codexHome: '/tmp/codex-home',
+      claudeHome: '/tmp/claude-home',
+    };
     const sim = agentEnv({ PATH: '/bin' }, url, offline);
     expect(sim).toMatchObject({
       ANTHROPIC_BASE_URL: url,
@@ -270,6 +277,7 @@ describe('the environment and arguments the agent gets', () => {
       OPENAI_API_KEY: SIM_OPENAI_KEY,
       CODEX_API_KEY: SIM_OPENAI_KEY,
       CODEX_HOME: '/tmp/codex-home',
+      CLAUDE_CONFIG_DIR: '/tmp/claude-home',
       HTTPS_PROXY: offline.guardUrl,
       HTTP_PROXY: offline.guardUrl,
       ALL_PROXY: offline.guardUrl,
@@ -280,7 +288,12 @@ describe('the environment and arguments the agent gets', () => {
     });
     // A real key in the environment never reaches an offline agent.
     const own = agentEnv(
-      { ANTHROPIC_AUTH_TOKEN: 'oauth', OPENAI_API_KEY: 'sk-real', CODEX_HOME: '/home/me/.codex' },
+      {
+        ANTHROPIC_AUTH_TOKEN: 'oauth',
+        OPENAI_API_KEY: 'sk-real',
+        CODEX_HOME: '/home/me/.codex',
+        CLAUDE_CONFIG_DIR: '/home/me/.claude',
+      },
       url,
       offline,
     );
@@ -289,6 +302,7 @@ describe('the environment and arguments the agent gets', () => {
     expect(own.OPENAI_API_KEY).toBe(SIM_OPENAI_KEY);
     expect(own.CODEX_API_KEY).toBe(SIM_OPENAI_KEY);
     expect(own.CODEX_HOME).toBe('/tmp/codex-home');
+    expect(own.CLAUDE_CONFIG_DIR).toBe('/tmp/claude-home');
     const real = agentEnv({ OPENAI_API_KEY: 'sk-real' }, url, false);
     expect(real.OPENAI_API_KEY).toBe('sk-real');
     expect(real.ANTHROPIC_API_KEY).toBeUndefined();

@@ -17,13 +17,15 @@ import { runCaptureFiles } from '../run-captures.js';
 import { runChild } from '../run-child.js';
 import { agentKind, forwardEnv, modePhrase, runMode, transportLine } from '../run-mode.js';
 import { runSummary } from '../run-summary.js';
-import { createSimCodexHome, type SimCodexHome } from '../sim-codex-home.js';
+import { shellQuote } from '../shell-quote.js';
+import { createSimAgentHomes, type SimAgentHomes } from '../sim-agent-homes.js';
 import { loadReplyScript } from '../sim-options.js';
 
 interface RunOptions extends ProxyCliOptions {
   sim?: boolean;
   baseUrl?: boolean;
   script?: string;
+  agentHome?: string;
   prices?: string;
   summary: boolean;
 }
@@ -32,17 +34,19 @@ interface RunOptions extends ProxyCliOptions {
 export const SIM_ANTHROPIC_KEY = 'cacheward-sim-offline-not-a-real-key';
 export const SIM_OPENAI_KEY = 'sk-cacheward-sim-offline-not-a-real-key';
 
-/** What `--sim` adds to the agent's environment: the egress guard's URL and the CODEX_HOME it made. */
+/** What `--sim` adds to the agent's environment: the egress guard's URL and the agents' own homes. */
 export interface SimEnv {
   guardUrl: string;
   codexHome: string;
+  claudeHome: string;
 }
 
 /**
  * The environment the agent runs with: both SDK base URLs on the proxy. Under --sim (`offline`) also
  * placeholder keys in place of any real ones (the simulator takes any key, and a real one has nowhere to
- * go offline), a CODEX_HOME whose config points Codex at the proxy, and HTTP(S)_PROXY on the egress
- * guard, so whatever ignores the base URLs is refused rather than sent.
+ * go offline), a CODEX_HOME whose config points Codex at the proxy, a CLAUDE_CONFIG_DIR of the run's own
+ * (a simulated session never lands among the user's), and HTTP(S)_PROXY on the egress guard, so whatever
+ * ignores the base URLs is refused rather than sent.
  */
 export function agentEnv(
   base: NodeJS.ProcessEnv,
@@ -63,6 +67,7 @@ export function agentEnv(
     // `codex exec` takes its key from CODEX_API_KEY.
     env.CODEX_API_KEY = SIM_OPENAI_KEY;
     env.CODEX_HOME = offline.codexHome;
+    env.CLAUDE_CONFIG_DIR = offline.claudeHome;
     Object.assign(env, guardedEnv(offline.guardUrl));
     // Offline: Claude Code's telemetry, update checks and error reports have nowhere to go.
     env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC ??= '1';
@@ -114,6 +119,10 @@ export function registerRun(program: Command, io: CliIO, setExit: (code: number)
     .option('--sim', 'answer from the built-in simulator, in-process: no key, no network')
     .option('--base-url', 'reach Claude Code through its base URL, not the forward proxy (the old way)')
     .option('--script <file>', 'with --sim: scripted replies per conversation (see cacheward sim --help)')
+    .option(
+      '--agent-home <dir>',
+      "with --sim: keep the agents' config and transcripts in DIR (else a folder removed after the run)",
+    )
     .option('--prices <file>', 'dated price rows for the summary (format: cacheward prices --help)')
     .option('--no-summary', 'print no summary at the end')
     .addHelpText(
@@ -126,7 +135,9 @@ CACHEWARD_PROXY_URL=<proxy>; codex, which ignores OPENAI_BASE_URL, also gets -c 
 when it is the command or is named after a launcher (node, npx, pnpm dlx, bunx), and uses its Responses
 WebSocket through it. With --sim nothing it sends leaves this machine: placeholder ANTHROPIC_API_KEY, OPENAI_API_KEY and
 CODEX_API_KEY in place of any real ones, a fresh CODEX_HOME whose config.toml points Codex at the proxy
-(however it is started: npx, a path, a wrapper script), HTTP_PROXY/HTTPS_PROXY/ALL_PROXY on a loopback
+(however it is started: npx, a path, a wrapper script) and a fresh CLAUDE_CONFIG_DIR (your own settings,
+history and transcripts are neither read nor written; both are removed after the run unless
+--agent-home DIR keeps them there, for cacheward report DIR), HTTP_PROXY/HTTPS_PROXY/ALL_PROXY on a loopback
 guard that refuses every connection with a message (the summary lists them; NO_PROXY keeps loopback
 direct; in forward mode the forward proxy itself tunnels loopback only), and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1. A client that ignores both its base URL and the
 proxy variables is not contained by its environment. stdio is the agent's;
@@ -142,6 +153,10 @@ when signal N ended it).
       if (!cmd) throw new InputError('say what to run after --, e.g. cacheward run -- claude');
       if (opts.script && !opts.sim)
         throw new InputError('--script: only with --sim (it scripts the simulator)');
+      if (opts.agentHome !== undefined && !opts.sim)
+        throw new InputError(
+          '--agent-home: only with --sim (without it the agents run with their own homes)',
+        );
       if (opts.sim && (opts.upstream || opts.anthropicUpstream || opts.openaiUpstream))
         throw new InputError('--sim answers every route itself: drop --upstream, or drop --sim');
       const proxyOptions = proxyOptionsFrom(opts, (line) => io.err(`cacheward run: ${line}`));
@@ -160,14 +175,14 @@ when signal N ended it).
       let sim: Simulator | undefined;
       let proxy: CachewardProxy | undefined;
       let guard: EgressGuard | undefined;
-      let codexHome: SimCodexHome | undefined;
+      let homes: SimAgentHomes | undefined;
       let cleanup = () => {};
       const stop = async () => {
         cleanup();
         await proxy?.close();
         await sim?.close();
         await guard?.close();
-        await codexHome?.remove();
+        await homes?.remove();
       };
       try {
         let upstream: string | undefined;
@@ -189,9 +204,10 @@ when signal N ended it).
         const url = proxy.url;
         if (sim) {
           guard = await startEgressGuard();
-          codexHome = await createSimCodexHome(url);
+          homes = await createSimAgentHomes(url, opts.agentHome);
         }
-        const offline = guard && codexHome ? { guardUrl: guard.url, codexHome: codexHome.dir } : false;
+        const offline =
+          guard && homes ? { guardUrl: guard.url, codexHome: homes.codex, claudeHome: homes.claude } : false;
         let env = agentEnv(process.env, url, offline);
         if (mode === 'forward' && h.forward) {
           // The forward proxy takes HTTPS_PROXY over from the egress guard: under --sim it tunnels loopback only.
@@ -223,6 +239,8 @@ when signal N ended it).
             sim ? refused : undefined,
           ))
             io.err(line);
+          if (homes?.kept)
+            io.err(`  the agents' own transcripts: cacheward report ${shellQuote(homes.root)}`);
         }
         setExit(exit.code);
       } catch (err) {

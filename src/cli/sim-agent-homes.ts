@@ -1,0 +1,43 @@
+// The homes `cacheward run --sim` gives the agents: Claude Code's CLAUDE_CONFIG_DIR and Codex's CODEX_HOME
+// (its config.toml pointing Codex at the proxy), fresh ones never the user's: nothing of theirs is read or written.
+
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export interface SimAgentHomes {
+  /** Claude Code's config folder (its settings, and its transcripts under `projects/`). */
+  claude: string;
+  /** Codex's home (config.toml, and its rollouts under `sessions/`). */
+  codex: string;
+  /** Where both are: a folder removed after the run, or the one the user asked to keep them in. */
+  root: string;
+  kept: boolean;
+  remove(): Promise<void>;
+}
+
+/** A TOML basic string: the JSON string of the same text is one for these values. */
+const toml = (s: string) => JSON.stringify(s);
+
+/**
+ * Creates both homes (folders 0700, config.toml 0600): in a temporary folder removed by `remove()`, or in
+ * `keepIn` (`--agent-home`), kept and reused by the next run there, as a HOME would be.
+ */
+export async function createSimAgentHomes(proxyUrl: string, keepIn?: string): Promise<SimAgentHomes> {
+  const root = keepIn ? resolve(keepIn) : await mkdtemp(join(tmpdir(), 'cacheward-run-'));
+  const claude = join(root, 'claude');
+  const codex = join(root, 'codex');
+  for (const dir of [root, claude, codex]) await mkdir(dir, { recursive: true, mode: 0o700 });
+  await writeFile(
+    join(codex, 'config.toml'),
+    `# Written by cacheward run --sim for its runs only: Codex answers from the simulator.\nopenai_base_url = ${toml(`${proxyUrl}/v1`)}\n`,
+    { mode: 0o600 },
+  );
+  return {
+    claude,
+    codex,
+    root,
+    kept: keepIn !== undefined,
+    remove: keepIn ? async () => {} : () => rm(root, { recursive: true, force: true }),
+  };
+}
