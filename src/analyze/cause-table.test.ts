@@ -416,6 +416,14 @@ describe('cause table: GPT-5.6+ breakpoints (writes reported, 30-minute TTL)', (
     expect(decide(t1, p.send(chat('gpt-5.6', 3), 30_000, { mode: 'explicit' }))).toBeUndefined();
   });
 
+  it('names nothing for a request with no input at all (an empty warm-up), below the minimum as it is', () => {
+    const p = provider('openai');
+    const empty = p.send({ model: 'gpt-5.6', messages: [] }, 0);
+    expect(empty.prefix.totalTokens).toBe(0);
+    expect(empty.evidence?.unreadable.some((u) => u.reason === 'below_minimum')).toBe(true);
+    expect(decide(undefined, empty)).toBeUndefined();
+  });
+
   it('below_minimum under 1,024 tokens', () => {
     const p = provider('openai');
     const tiny = { model: 'gpt-5.6', messages: [{ role: 'user', content: 'hello there' }] };

@@ -76,6 +76,8 @@ const tolerance = (stake: number) => Math.max(16, stake * 0.02);
 
 /** One cause for a request, or undefined when nothing cached was lost. */
 export function decideCause(x: CauseInput): CauseDecision | undefined {
+  // A request with no input at all (Codex's empty warm-up on its WebSocket) had nothing to cache or lose.
+  if (x.total <= 0) return undefined;
   const ev = x.evidence;
   const below = ev?.unreadable.find((u) => u.reason === 'below_minimum');
   if (!x.hasParent) {
