@@ -19,7 +19,7 @@ import {
 } from '../conversation/resolve-conversation.js';
 import { LruMap } from '../core/lru-map.js';
 import { drainSteps } from '../core/steps.js';
-import { fixChanged } from '../fixes/fix-note.js';
+import { fixChanged, NOT_FIXES } from '../fixes/fix-note.js';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { type Divergence, firstDivergence, type PrefixChange } from '../prefix/first-divergence.js';
 import { type CapturedPrefix, type CaptureRecord, UNRECORDED_KIND } from '../record/capture-record.js';
@@ -147,6 +147,9 @@ export interface UnfixedCost {
   waste: number;
 }
 
+/** Distinct notes of fixes that left requests as sent that a report keeps (a few per fix and model). */
+const MAX_FIX_NOTES = 200;
+
 /**
  * Outcomes of an exchange whose answer did not arrive whole (the proxy's words, capture-record.ts): the
  * client left, the upstream broke off or could not be reached, or the proxy could not send it (`refused`).
@@ -230,6 +233,12 @@ export interface AnalysisResult {
   fixRefusals?: Record<string, number>;
   /** Requests a fix changed (what went out was the fixed form), by fix, when a fix changed any. */
   fixesApplied?: Record<string, number>;
+  /**
+   * What fixes said of the requests they left as the client sent them (a model without the feature, a
+   * refusal earlier in the conversation, a shape they do not touch), by fix and note, most requests first,
+   * when a fix said anything.
+   */
+  fixesLeftAsSent?: Array<{ fix: string; note: string; requests: number }>;
 }
 
 /**
@@ -464,6 +473,7 @@ export class Analyzer {
   /** Requests whose fixed form the provider refused, by fix (their notes say so). */
   private readonly fixRefusals = new Map<string, number>();
   private readonly fixesApplied = new Map<string, number>();
+  private readonly leftAsSent = new Map<string, { fix: string; note: string; requests: number }>();
   private readonly unanswered = new Map<string, number>();
   private readonly unfixed: UnfixedCost = { requests: 0, rewrittenTokens: 0, waste: 0 };
 
@@ -490,6 +500,16 @@ export class Analyzer {
     return drainSteps(this.addSteps(r));
   }
 
+  /** Counts a fix's notes on a request it left as sent (at most {@link MAX_FIX_NOTES} distinct ones). */
+  private noteLeftAsSent(fix: string, notes: readonly string[]): void {
+    for (const note of notes) {
+      const key = `${fix}\n${note}`;
+      const known = this.leftAsSent.get(key);
+      if (known) known.requests++;
+      else if (this.leftAsSent.size < MAX_FIX_NOTES) this.leftAsSent.set(key, { fix, note, requests: 1 });
+    }
+  }
+
   /**
    * {@link add} in bounded steps: the prefix, its message ends and the conversation's resolution and commit
    * yield every few hundred items (a 100,000-message record is analyzed over many slices). The same row;
@@ -498,7 +518,10 @@ export class Analyzer {
   *addSteps(r: CaptureRecord): Generator<void, AnalyzedRequest | undefined> {
     for (const f of r.fixes ?? []) {
       if (f.refused) this.fixRefusals.set(f.fix, (this.fixRefusals.get(f.fix) ?? 0) + 1);
-      if (fixChanged(f)) this.fixesApplied.set(f.fix, (this.fixesApplied.get(f.fix) ?? 0) + 1);
+      // Went out in the fixed form and the provider answered that (a status, not a refusal of the fix).
+      if (fixChanged(f) && !f.refused && r.status !== undefined)
+        this.fixesApplied.set(f.fix, (this.fixesApplied.get(f.fix) ?? 0) + 1);
+      else if (!f.changed && !NOT_FIXES.has(f.fix)) this.noteLeftAsSent(f.fix, f.notes);
     }
     if (!r.prefix || r.method !== 'POST') return undefined;
     const usage =
@@ -951,6 +974,9 @@ export class Analyzer {
       prices: [...this.pricesUsed.values()],
       ...(this.fixRefusals.size ? { fixRefusals: Object.fromEntries(this.fixRefusals) } : {}),
       ...(this.fixesApplied.size ? { fixesApplied: Object.fromEntries(this.fixesApplied) } : {}),
+      ...(this.leftAsSent.size
+        ? { fixesLeftAsSent: [...this.leftAsSent.values()].sort((a, b) => b.requests - a.requests) }
+        : {}),
     };
   }
 }

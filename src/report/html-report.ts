@@ -5,7 +5,7 @@ import type { AnalysisResult, AnalyzedRequest, BustCause } from '../analyze/anal
 import { formatUsd } from '../analyze/describe-miss.js';
 import { clockTimeMs, missLine } from './miss-line.js';
 import { REPORT_CSS } from './report-style.js';
-import { nearestPrices, notCapturedLine, unansweredLine } from './terminal-report.js';
+import { fixesLeftAsSentLine, nearestPrices, notCapturedLine, unansweredLine } from './terminal-report.js';
 
 const esc = (s: string) =>
   s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -227,13 +227,15 @@ function forkList(a: AnalysisResult): string {
     .join('');
 }
 
-/** Fixes that changed requests, when any did (what went out was the fixed form). */
+/** Fixes that changed requests, and what fixes said of those they left as sent, when either happened. */
 function applied(a: AnalysisResult): string {
-  if (!a.fixesApplied) return '';
+  const left = fixesLeftAsSentLine(a);
+  const leftAsSent = left ? `<p>${esc(left.charAt(0).toUpperCase() + left.slice(1))}.</p>` : '';
+  if (!a.fixesApplied) return leftAsSent;
   const list = Object.entries(a.fixesApplied)
     .map(([fix, n]) => `${esc(fix)} ${n}×`)
     .join(' · ');
-  return `<p>Fixes applied: ${list} (requests that went out in the fixed form).</p>`;
+  return `<p>Fixes applied: ${list} (requests that went out in the fixed form).</p>${leftAsSent}`;
 }
 
 /** Fixes the provider refused, when any was (each such request went out as the client sent it). */

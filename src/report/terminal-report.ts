@@ -86,6 +86,8 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
         .join(' · ')} (requests that went out in the fixed form)`,
     );
   }
+  const leftAsSent = fixesLeftAsSentLine(a);
+  if (leftAsSent) out.push(`  ${leftAsSent}`);
   if (a.fixRefusals) {
     out.push(
       s.yellow(
@@ -133,6 +135,15 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
       s.dim(`(${a.generatedFrom.skippedLines} torn or invalid lines skipped; see the warnings above)`),
     );
   return out;
+}
+
+/** What fixes said of requests they left as sent, the three most frequent notes, or undefined. */
+export function fixesLeftAsSentLine(a: AnalysisResult): string | undefined {
+  const notes = a.fixesLeftAsSent;
+  if (!notes?.length) return undefined;
+  const shown = notes.slice(0, 3).map((n) => `${n.fix} ${n.requests}× "${n.note}"`);
+  const more = notes.length > 3 ? ` · and ${notes.length - 3} more (--json)` : '';
+  return `fixes that left requests as sent: ${shown.join(' · ')}${more}`;
 }
 
 /** The sentence for requests that got no whole answer, by how they ended, or undefined when all did. */

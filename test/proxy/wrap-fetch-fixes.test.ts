@@ -49,7 +49,7 @@ describe('wrapFetch with fixes', () => {
     });
     const system = 'You are a careful assistant. '.repeat(200);
     // Six turns; a tool is added before the fourth (as an MCP server that grows).
-    const run = async (fixes: string[]) => {
+    const run = async (fixes: string[], model = 'claude-opus-5') => {
       const dir = mkdtempSync(join(tmpdir(), 'cacheward-wrap-fix-'));
       const f = wrapFetch(globalThis.fetch, { dir, capture: 'full', fixes, logger: quiet });
       const client = new Anthropic({ apiKey: KEY, baseURL: simUrl, maxRetries: 0, fetch: f });
@@ -60,7 +60,7 @@ describe('wrapFetch with fixes', () => {
         messages.push({ role: 'user', content: `turn ${turn}: go on` });
         const tools = [tool('alpha'), tool('beta'), ...(turn >= 3 ? [tool('gamma')] : [])];
         const res = await client.messages.create({
-          model: 'claude-opus-5',
+          model,
           max_tokens: 64,
           system: [{ type: 'text', text: system, cache_control: { type: 'ephemeral' } }],
           tools,
@@ -109,6 +109,17 @@ describe('wrapFetch with fixes', () => {
         expect(undeclaredDifference(r.clientBody, r.body as Buffer, editsOf(patches))).toBeUndefined();
       else expect(patches).toEqual([]);
     }
+    // On a model without mid-conversation tool changes the fix stands aside, and the report says so and why.
+    const older = await run(['tools-freeze'], 'claude-opus-4-1');
+    expect(older.reads[3]).toBe(0);
+    const left = await analyzePaths([older.dir], { prices: new PriceTable() });
+    expect(left.fixesApplied).toBeUndefined();
+    expect(left.byCause.map((c) => c.cause)).toContain('tools_changed');
+    const said = 'claude-opus-4-1 does not support mid-conversation tool changes: forwarded unchanged';
+    expect(left.fixesLeftAsSent).toEqual([{ fix: 'tools-freeze', note: said, requests: 1 }]);
+    expect(renderTerminalReport(left, plain).join('\n')).toContain(
+      `fixes that left requests as sent: tools-freeze 1× "${said}"`,
+    );
     // Each request resolved once: a conversation of six turns, each continuing the one before.
     expect(fixed.records.map((r) => r.record.conversation?.relation)).toEqual([
       'new',
