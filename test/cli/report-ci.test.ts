@@ -71,7 +71,10 @@ describe('report --fail-on, for CI', () => {
       expect(r.code, bad).toBe(2);
       expect(r.stderr.split('\n')).toHaveLength(1);
     }
-    expect((await cli(['report', demo, '--per-session'])).code).toBe(2);
+    const alone = await cli(['report', demo, '--per-session']);
+    expect(alone.code).toBe(2);
+    // The example it gives runs as pasted into a shell (the > quoted).
+    expect(alone.stderr).toContain("--fail-on 'waste>5' --per-session");
     const unpriced = await analyzePaths([demo], { prices: new PriceTable([], []) });
     const [v] = checkThresholds(unpriced, [parseThreshold('waste>1')], false);
     expect(v?.unchecked).toContain('no request is priced');

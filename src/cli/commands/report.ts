@@ -172,7 +172,9 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
       const maxMisses = parseCount('--misses', opts.misses);
       const thresholds = opts.failOn.map(parseThreshold);
       if (opts.perSession && !thresholds.length)
-        throw new InputError('--per-session: say what to check with --fail-on, e.g. --fail-on waste>5');
+        throw new InputError(
+          "--per-session checks each --fail-on threshold in every session: say which, e.g. --fail-on 'waste>5' --per-session",
+        );
       if (opts.html) await checkHtmlTarget(opts.html);
       // Per-request rows feed the charts and the JSON; the terminal summary does without them (constant memory).
       const result = await run(
