@@ -1,4 +1,4 @@
-// The CLI's exit codes, as DESIGN.md fixes them for every command.
+// The CLI's exit codes, the same for every command (docs/cli.md).
 // Never use another number: scripts and CI gates depend on these three.
 
 export const EXIT_OK = 0;
