@@ -65,11 +65,17 @@ async function sourcePaths(paths: readonly string[], opts: SourceOptions, io: Cl
   }
   if (out.length) return out;
   const captures = defaultCaptureDir();
-  if ((await isFolder(captures)) && (await captureFiles(captures).catch(() => [])).length) return [captures];
   const found: string[] = [];
   for (const agent of ['claude-code', 'codex'] as const) {
     const folder = agentFolder(agent);
     if (await isFolder(folder)) found.push(folder);
+  }
+  if ((await isFolder(captures)) && (await captureFiles(captures).catch(() => [])).length) {
+    const also = found.length
+      ? `; the agents' own transcripts are not read without ${found.map((f) => (f === agentFolder('codex') ? '--codex' : '--claude-code')).join(' or ')}`
+      : '';
+    io.err(`cacheward: reading the captures in ${captures}${also}`);
+    return [captures];
   }
   if (!found.length)
     throw new InputError(
