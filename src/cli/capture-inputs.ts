@@ -55,7 +55,10 @@ async function checkCaptureFile(file: string): Promise<void> {
   // An agent transcript is one from its first lines, whether or not it holds a request yet.
   const kind = await fileKind(file).catch(() => undefined);
   if (kind === 'claude-code' || kind === 'codex') return;
+  // Its head begins as a capture record does: a line of it that does not parse is torn, not another format.
+  const capture = kind === 'capture';
   let marker = false;
+  let torn = false;
   try {
     for await (const _ of readCaptures([file], {
       bodies: false,
@@ -66,6 +69,10 @@ async function checkCaptureFile(file: string): Promise<void> {
       onWarning: (w) => {
         // Only a skipped line disqualifies the file; other warnings concern a record that was read.
         if (!w.includes(': skipped ')) return;
+        if (capture) {
+          torn = true;
+          return;
+        }
         throw new NotACapture(Number.parseInt(w.slice(file.length + 1), 10) || 1);
       },
     })) {
@@ -78,5 +85,9 @@ async function checkCaptureFile(file: string): Promise<void> {
     );
   }
   if (marker) return;
+  if (torn)
+    throw new InputError(
+      `${file}: a capture file with no whole record: its lines end before their records do (cut off while it was written, or copied part-way?)`,
+    );
   throw new InputError(`${file}: an empty file, not a capture; ${WHAT_TO_PASS}`);
 }

@@ -146,6 +146,10 @@ describe('report, whatif and replay on something that is not a capture', () => {
     writeFileSync(f, '\n\n');
     oneLine(await cli(['report', f]), 'an empty file, not a capture');
     oneLine(await cli(['report', '/nonexistent/captures']), 'no such file or folder');
+    // A capture cut off inside its only record: torn, not another format.
+    const cut = join(tmp('cut'), 'c.jsonl');
+    writeFileSync(cut, '{"v":1,"id":"r1","times":{"start":1767225620000},"session":{"key":"s","sour');
+    oneLine(await cli(['report', cut]), `${cut}: a capture file with no whole record`);
     // A folder whose capture file was opened and never written (a wrapper that was never used).
     const unused = tmp('unused');
     writeFileSync(join(unused, 'capture-20261206T093041-5652-0001.jsonl'), '');
