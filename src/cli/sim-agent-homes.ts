@@ -2,8 +2,8 @@
 // (its config.toml pointing Codex at the proxy), fresh ones never the user's: nothing of theirs is read or written.
 
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { defaultCaptureDir } from '../capture/default-dir.js';
 
 export interface SimAgentHomes {
   /** Claude Code's config folder (its settings, and its transcripts under `projects/`). */
@@ -20,11 +20,24 @@ export interface SimAgentHomes {
 const toml = (s: string) => JSON.stringify(s);
 
 /**
- * Creates both homes (folders 0700, config.toml 0600): in a temporary folder removed by `remove()`, or in
- * `keepIn` (`--agent-home`), kept and reused by the next run there, as a HOME would be.
+ * Where a run's homes go when they are not kept: beside the capture folder (`…/state/cacheward-run`), not
+ * under the system's temporary folder, where Codex refuses to set up its helper binaries.
+ */
+export function runHomesDir(env: NodeJS.ProcessEnv = process.env): string {
+  return join(dirname(defaultCaptureDir(env)), 'cacheward-run');
+}
+
+/**
+ * Creates both homes (folders 0700, config.toml 0600): in a folder of this run's own removed by `remove()`,
+ * or in `keepIn` (`--agent-home`), kept and reused by the next run there, as a HOME would be.
  */
 export async function createSimAgentHomes(proxyUrl: string, keepIn?: string): Promise<SimAgentHomes> {
-  const root = keepIn ? resolve(keepIn) : await mkdtemp(join(tmpdir(), 'cacheward-run-'));
+  let root: string;
+  if (keepIn) root = resolve(keepIn);
+  else {
+    await mkdir(runHomesDir(), { recursive: true, mode: 0o700 });
+    root = await mkdtemp(join(runHomesDir(), 'homes-'));
+  }
   const claude = join(root, 'claude');
   const codex = join(root, 'codex');
   for (const dir of [root, claude, codex]) await mkdir(dir, { recursive: true, mode: 0o700 });
