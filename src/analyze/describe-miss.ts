@@ -104,7 +104,7 @@ export function describeMiss(m: Miss): string {
   const cost =
     m.cause === 'cold_start'
       ? ''
-      : `; ${n.format(m.rewrittenTokens)} tokens re-written; ${formatUsd(m.waste)} wasted`;
+      : `; ${n.format(m.rewrittenTokens)} tokens re-written; ${m.waste === null ? 'waste unpriced' : `${formatUsd(m.waste)} wasted`}`;
   const diag = m.providerDiagnosis
     ? `; provider says ${m.providerDiagnosis.reason}${m.providerDiagnosis.agrees ? '' : ' (disagrees)'}`
     : '';

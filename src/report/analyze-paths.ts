@@ -43,7 +43,7 @@ export async function analyzePaths(
   const result = await analyzeRecords(records(), options);
   if (duplicates)
     options.onWarning?.(
-      `${duplicates} records appeared in more than one file (captures or transcripts) and were counted once: one call is one request wherever it was recorded`,
+      `${duplicates} record${duplicates === 1 ? '' : 's'} appeared in more than one file (captures or transcripts) and were counted once: one call is one request wherever it was recorded`,
     );
   result.generatedFrom.files = files.size;
   result.generatedFrom.skippedLines = skipped;

@@ -103,12 +103,14 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
   const rows = [['session', 'requests', 'forks', 'hit rate', 'spend', 'waste']];
   for (const x of a.sessions.slice(0, 15)) {
     rows.push([
-      x.session.length > 28 ? `${x.session.slice(0, 27)}…` : x.session,
+      // A session id whole (a UUID is 36): it is what --json, the live page and the agent call it.
+      x.session.length > 40 ? `${x.session.slice(0, 39)}…` : x.session,
       n.format(x.requests),
       n.format(x.forks),
       pct(x.inputTokens ? x.readTokens / x.inputTokens : null),
-      formatUsd(x.cost),
-      formatUsd(x.waste),
+      // A session none of whose requests is priced has no spend to show, not $0.00.
+      x.unpriced === x.requests ? 'unpriced' : formatUsd(x.cost),
+      x.unpriced === x.requests ? 'unpriced' : formatUsd(x.waste),
     ]);
   }
   out.push(...table(rows).map((l, i) => (i === 0 ? s.dim(l) : l)));
@@ -132,7 +134,9 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
   }
   if (a.generatedFrom.skippedLines)
     out.push(
-      s.dim(`(${a.generatedFrom.skippedLines} torn or invalid lines skipped; see the warnings above)`),
+      s.dim(
+        `(${a.generatedFrom.skippedLines} torn or invalid line${a.generatedFrom.skippedLines === 1 ? '' : 's'} skipped; see the warnings above)`,
+      ),
     );
   return out;
 }

@@ -237,7 +237,7 @@ describe('report output', () => {
     const r = await cli(['report', file]);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(`${file}:${lines + 1}: skipped a torn or invalid line`);
-    expect(r.stdout).toMatch(/1 torn or invalid lines skipped/);
+    expect(r.stdout).toMatch(/1 torn or invalid line skipped/);
   });
 
   it('exits 2 naming a path that does not exist', async () => {
