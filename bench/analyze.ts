@@ -30,11 +30,26 @@ async function generate(
   turns: number,
 ): Promise<{ raw: number; requests: number }> {
   let raw = 0;
-  for (let s = 0; s < sessions; s++) raw += await generateSession(dir, `bench-${s}`, turns, s * turns);
+  for (let s = 0; s < sessions; s++)
+    raw += await generateSession(dir, `bench-${s}`, turns, s * turns, DISTINCT);
   return { raw, requests: sessions * turns };
 }
 
-async function generateSession(dir: string, session: string, N: number, offset: number): Promise<number> {
+/**
+ * CACHEWARD_BENCH_DISTINCT=1: each session's messages name it, as real sessions' differ. By default every
+ * session sends the same messages under its own system prompt, so each message ends where ninety-nine
+ * other sessions' requests end too: the conversation model's hardest case, not a common one.
+ */
+const DISTINCT = process.env.CACHEWARD_BENCH_DISTINCT === '1';
+
+async function generateSession(
+  dir: string,
+  session: string,
+  N: number,
+  offset: number,
+  distinct = false,
+): Promise<number> {
+  const own = distinct ? ` (${session})` : '';
   const clock = {
     t: Date.UTC(2026, 0, 1) + offset * 20_000,
     now() {
@@ -70,9 +85,16 @@ async function generateSession(dir: string, session: string, N: number, offset: 
   let raw = 0;
   for (let t = 0; t < N; t++) {
     if (t > 0)
-      body.messages.push({ role: 'assistant', content: [{ type: 'text', text: `Done with step ${t}.` }] });
+      body.messages.push({
+        role: 'assistant',
+        content: [{ type: 'text', text: `Done with step ${t}${own}.` }],
+      });
     if (last) delete last.cache_control;
-    last = { type: 'text', text: `Step ${t}: run the next check.`, cache_control: { type: 'ephemeral' } };
+    last = {
+      type: 'text',
+      text: `Step ${t}${own}: run the next check.`,
+      cache_control: { type: 'ephemeral' },
+    };
     body.messages.push({ role: 'user', content: [last] });
     const bytes = Buffer.from(JSON.stringify(body));
     raw += bytes.length;
@@ -341,7 +363,7 @@ async function main() {
   // CACHEWARD_BENCH_ANALYZE=many runs only 100 sessions x 200 turns (many mid-sized conversations: the
   // analysis's weak case); =large only the two large cases.
   if (process.env.CACHEWARD_BENCH_ANALYZE === 'many') {
-    await measure('100 sessions x 200 turns', 100, 200);
+    await measure(`100 sessions x 200 turns${DISTINCT ? ', each with messages of its own' : ''}`, 100, 200);
     return;
   }
   if (process.env.CACHEWARD_BENCH_ANALYZE !== 'large') {
