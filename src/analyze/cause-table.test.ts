@@ -213,6 +213,19 @@ describe('cause table: Anthropic', () => {
     expect(decide(t1, p.send(grown, 30_000))?.cause).toBe('below_minimum');
   });
 
+  it("unexplained for a conversation's first request when another's entry was readable and none was read", () => {
+    const p = provider('anthropic');
+    p.send(base(), 0);
+    // The same prefix started again (a fork into a new session): the model finds the entry, the provider
+    // read nothing.
+    const again = p.send(base(), 30_000);
+    expect(again.evidence?.readTokens).toBeGreaterThan(1000);
+    const d = decide(undefined, again, 'new', 0);
+    expect(d).toMatchObject({ cause: 'unexplained', rewritten: again.evidence?.readTokens });
+    // Read as the model said: a warm start, no miss.
+    expect(decide(undefined, again, 'new')).toBeUndefined();
+  });
+
   it('unexplained only when the model could read more than the provider did', () => {
     const p = provider('anthropic');
     const t1 = p.send(base(), 0);

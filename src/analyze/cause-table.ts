@@ -82,6 +82,10 @@ export function decideCause(x: CauseInput): CauseDecision | undefined {
   const below = ev?.unreadable.find((u) => u.reason === 'below_minimum');
   if (!x.hasParent) {
     if (below && x.written === 0) return { cause: 'below_minimum', rewritten: 0, evidence: below };
+    // Another conversation's entry the model says was readable (a fork into a new session, a warm start),
+    // and the provider read less: its miss, as it would be mid-conversation, not a free first write.
+    if (ev && ev.readTokens > x.read + tolerance(ev.readTokens))
+      return unexplained(x, ev.readTokens - Math.max(0, x.read));
     // Where writes are not reported, what the model says it left cached beyond what it found (the part
     // of the hit that automatic caching's rounding withheld from the read was found, not written).
     const rounded = ev?.unreadable.find((u) => u.reason === 'rounded');
