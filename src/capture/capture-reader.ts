@@ -59,6 +59,72 @@ function isRecord(v: unknown): v is CaptureRecord {
   );
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * What a capture record lacks of the fields every reader of it relies on, or undefined when it has them
+ * (a line cut and joined by hand, another tool's line that begins as ours). Checks the top level only.
+ */
+function missingField(r: CaptureRecord): string | undefined {
+  const x = r as unknown as Record<string, unknown>;
+  if (!isObject(x.times) || typeof x.times.start !== 'number' || !Number.isFinite(x.times.start))
+    return 'times.start';
+  if (!isObject(x.session) || typeof x.session.key !== 'string') return 'session.key';
+  if (typeof x.route !== 'string') return 'route';
+  for (const k of ['provider', 'method', 'outcome'] as const)
+    if (x[k] !== undefined && typeof x[k] !== 'string') return k;
+  const fixNote = (f: unknown) => isObject(f) && typeof f.fix === 'string' && Array.isArray(f.notes);
+  if (!(Array.isArray(x.fixes) && x.fixes.every(fixNote))) return 'fixes';
+  if (x.betas !== undefined && !Array.isArray(x.betas)) return 'betas';
+  for (const k of ['model', 'responseId', 'stopReason', 'responseModel'] as const)
+    if (x[k] !== undefined && typeof x[k] !== 'string') return k;
+  for (const k of ['status', 'requestBytes'] as const)
+    if (x[k] !== undefined && typeof x[k] !== 'number') return k;
+  for (const k of ['conversation', 'chain'] as const) if (x[k] !== undefined && !isObject(x[k])) return k;
+  if (x.headers !== undefined && !isObject(x.headers)) return 'headers';
+  if (x.usage !== undefined && !(isObject(x.usage) && isObject(x.usage.raw))) return 'usage.raw';
+  if (x.prefix !== undefined) return prefixFault(x.prefix);
+  return undefined;
+}
+
+const LEVELS: ReadonlySet<unknown> = new Set(['tools', 'system', 'messages']);
+
+/** What a record's prefix lacks (the blocks on disk only: a delta's shared ones were checked in its base). */
+function prefixFault(p: unknown): string | undefined {
+  if (!isObject(p)) return 'prefix';
+  if (typeof p.format !== 'string') return 'prefix.format';
+  if (typeof p.totalTokens !== 'number') return 'prefix.totalTokens';
+  const params = p.params;
+  if (!isObject(params) || ![params.tools, params.system, params.messages].every((v) => isObject(v)))
+    return 'prefix.params';
+  if (p.folds !== undefined && !isObject(p.folds)) return 'prefix.folds';
+  if (p.base !== undefined) {
+    const b = p.base;
+    if (!isObject(b) || typeof b.id !== 'string' || typeof b.shared !== 'number') return 'prefix.base';
+    if (b.moved !== undefined && !Array.isArray(b.moved)) return 'prefix.base.moved';
+  }
+  for (const k of ['deferredTools', 'unrecorded'] as const)
+    if (p[k] !== undefined && !Array.isArray(p[k])) return `prefix.${k}`;
+  if (!Array.isArray(p.blocks)) return 'prefix.blocks';
+  for (const [i, b] of p.blocks.entries()) {
+    const bad =
+      !isObject(b) ||
+      !LEVELS.has(b.level) ||
+      typeof b.hash !== 'string' ||
+      typeof b.id !== 'string' ||
+      typeof b.kind !== 'string' ||
+      typeof b.tokens !== 'number' ||
+      typeof b.at !== 'number' ||
+      typeof b.size !== 'number' ||
+      typeof b.index !== 'number' ||
+      (b.cc !== undefined && !isObject(b.cc)) ||
+      (b.tp !== undefined && !Array.isArray(b.tp));
+    if (bad) return `prefix.blocks[${i}]`;
+  }
+  return undefined;
+}
+
 /** Reads every record of the given files or folders, in order. */
 export async function* readCaptures(
   paths: readonly string[],
@@ -102,6 +168,11 @@ export async function* readCaptures(
           }
           if (!isRecord(value)) {
             warn(`${file}:${n}: skipped a line that is not a cacheward capture record`);
+            continue;
+          }
+          const missing = missingField(value);
+          if (missing) {
+            warn(`${file}:${n}: skipped a capture record without a valid ${missing} (${value.id})`);
             continue;
           }
           if (value.headers && value.headers['='] === 'previous')

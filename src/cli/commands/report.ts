@@ -132,7 +132,7 @@ async function run(
     throw new InputError(
       `${paths.join(', ')}: no capture records or transcript requests could be read (${
         warned
-          ? `${result.generatedFrom.skippedLines} lines skipped, see the warnings`
+          ? `${result.generatedFrom.skippedLines} line${result.generatedFrom.skippedLines === 1 ? '' : 's'} skipped, see the warnings`
           : 'none of their lines is a record'
       })`,
     );
