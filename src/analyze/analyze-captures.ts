@@ -235,10 +235,11 @@ export interface AnalysisResult {
   fixesApplied?: Record<string, number>;
   /**
    * What fixes said of the requests they left as the client sent them (a model without the feature, a
-   * refusal earlier in the conversation, a shape they do not touch), by fix and note, most requests first,
-   * when a fix said anything.
+   * refusal earlier in the conversation, a shape they do not touch), by fix and note, when a fix said any:
+   * `said` is how many records carry the note (some are said once per conversation and model, some on
+   * every request), most first.
    */
-  fixesLeftAsSent?: Array<{ fix: string; note: string; requests: number }>;
+  fixesLeftAsSent?: Array<{ fix: string; note: string; said: number }>;
 }
 
 /**
@@ -473,7 +474,7 @@ export class Analyzer {
   /** Requests whose fixed form the provider refused, by fix (their notes say so). */
   private readonly fixRefusals = new Map<string, number>();
   private readonly fixesApplied = new Map<string, number>();
-  private readonly leftAsSent = new Map<string, { fix: string; note: string; requests: number }>();
+  private readonly leftAsSent = new Map<string, { fix: string; note: string; said: number }>();
   private readonly unanswered = new Map<string, number>();
   private readonly unfixed: UnfixedCost = { requests: 0, rewrittenTokens: 0, waste: 0 };
 
@@ -505,8 +506,8 @@ export class Analyzer {
     for (const note of notes) {
       const key = `${fix}\n${note}`;
       const known = this.leftAsSent.get(key);
-      if (known) known.requests++;
-      else if (this.leftAsSent.size < MAX_FIX_NOTES) this.leftAsSent.set(key, { fix, note, requests: 1 });
+      if (known) known.said++;
+      else if (this.leftAsSent.size < MAX_FIX_NOTES) this.leftAsSent.set(key, { fix, note, said: 1 });
     }
   }
 
@@ -975,7 +976,7 @@ export class Analyzer {
       ...(this.fixRefusals.size ? { fixRefusals: Object.fromEntries(this.fixRefusals) } : {}),
       ...(this.fixesApplied.size ? { fixesApplied: Object.fromEntries(this.fixesApplied) } : {}),
       ...(this.leftAsSent.size
-        ? { fixesLeftAsSent: [...this.leftAsSent.values()].sort((a, b) => b.requests - a.requests) }
+        ? { fixesLeftAsSent: [...this.leftAsSent.values()].sort((a, b) => b.said - a.said) }
         : {}),
     };
   }

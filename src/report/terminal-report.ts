@@ -145,7 +145,7 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
 export function fixesLeftAsSentLine(a: AnalysisResult): string | undefined {
   const notes = a.fixesLeftAsSent;
   if (!notes?.length) return undefined;
-  const shown = notes.slice(0, 3).map((n) => `${n.fix} ${n.requests}× "${n.note}"`);
+  const shown = notes.slice(0, 3).map((n) => `${n.fix} "${n.note}" (said ${n.said}×)`);
   const more = notes.length > 3 ? ` · and ${notes.length - 3} more (--json)` : '';
   return `fixes that left requests as sent: ${shown.join(' · ')}${more}`;
 }

@@ -116,9 +116,9 @@ describe('wrapFetch with fixes', () => {
     expect(left.fixesApplied).toBeUndefined();
     expect(left.byCause.map((c) => c.cause)).toContain('tools_changed');
     const said = 'claude-opus-4-1 does not support mid-conversation tool changes: forwarded unchanged';
-    expect(left.fixesLeftAsSent).toEqual([{ fix: 'tools-freeze', note: said, requests: 1 }]);
+    expect(left.fixesLeftAsSent).toEqual([{ fix: 'tools-freeze', note: said, said: 1 }]);
     expect(renderTerminalReport(left, plain).join('\n')).toContain(
-      `fixes that left requests as sent: tools-freeze 1× "${said}"`,
+      `fixes that left requests as sent: tools-freeze "${said}" (said 1×)`,
     );
     // Each request resolved once: a conversation of six turns, each continuing the one before.
     expect(fixed.records.map((r) => r.record.conversation?.relation)).toEqual([
