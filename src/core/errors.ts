@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'CW_CAS_CONFLICT'
   | 'CW_CAS_CORRUPT'
   | 'CW_CAS_LOCK'
+  | 'CW_CAS_DIR'
   | 'CW_CAS_NAME'
   | 'CW_CAS_NOT_READ'
   | 'CW_CLOCK'

@@ -80,6 +80,11 @@ export class CasFileStore {
     readonly dir: string,
     options: CasFileStoreOptions = {},
   ) {
+    if (typeof dir !== 'string' || dir === '')
+      throw new CachewardError(
+        'CW_CAS_DIR',
+        `new CasFileStore(dir, options?) takes the folder as a string first (got ${dir === '' ? 'an empty string' : typeof dir === 'object' ? 'an object' : typeof dir})`,
+      );
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
   }

@@ -129,6 +129,18 @@ describe('CasFileStore', () => {
     expect((await store.context().read('b'))?.content).toBe('new');
   });
 
+  it('takes its folder first: an options object in its place is a CachewardError with a code, at once', () => {
+    const wrong = () => new CasFileStore({ dir: tmp('cas-args-') } as unknown as string);
+    expect(wrong).toThrow(
+      /new CasFileStore\(dir, options\?\) takes the folder as a string first \(got an object\)/,
+    );
+    try {
+      wrong();
+    } catch (err) {
+      expect((err as { code?: string }).code).toBe('CW_CAS_DIR');
+    }
+  });
+
   it('names a snapshot file it did not write, and what to do', async () => {
     const dir = tmp('cas-corrupt-');
     writeFileSync(join(dir, STORE_FILE), '{"documents": [1]');
