@@ -119,6 +119,16 @@ function* findParentSteps(store: ConversationStore, req: ConversationRequest): G
       const node = store.request(id);
       if (!node?.final) continue;
       const agreed = end.cacheKey === node.final.cacheKey;
+      // A request that is only an opening shared with another sent under other tools, system or parameters
+      // is a stranger's (one task set under two prompts) unless a label says it is the same: sharing only
+      // the opening makes no conversation (as below). One that goes on past it (a reply it carries) does.
+      if (
+        end.opening &&
+        i === ends.length - 1 &&
+        node.head !== req.head &&
+        (node.label === undefined || node.label !== req.label)
+      )
+        continue;
       if (otherLabel(node, req)) {
         // The earliest: the one whose request wrote what the others (and this one) read.
         if (agreed && (!other || node.time < other.time)) other = node;
@@ -137,6 +147,9 @@ function* findParentSteps(store: ConversationStore, req: ConversationRequest): G
     if (other) noteWarm(other, end);
     if (best?.final) full = { node: best, at: i, agreed: end.cacheKey === best.final.cacheKey, full: true };
   }
+  // The latest request ending where this one's history does sent other tools, system or parameters: this
+  // one's own line may end earlier in it (the same messages under two prompts, replies and all).
+  if (full && full.node.head !== req.head) full = (yield* ownLineEarlier(store, req, full.at)) ?? full;
   let found = full;
   for (let j = ends.length - 1; j > (full?.at ?? -1); j--) {
     if (++step === STEP_ITEMS) {
@@ -173,6 +186,34 @@ function* findParentSteps(store: ConversationStore, req: ConversationRequest): G
   if (found) return { parent: found, warm: undefined };
   const head = headMatch(store, req);
   return { parent: head, warm: head ? undefined : warm };
+}
+
+/**
+ * A request ending before end `before` of this one's history under the same label, with the same tools,
+ * system and parameters (head), that is still its line's tip: the line this request continues. A request
+ * a later one of its line has continued is not (a model switched back continues the switch, not the start).
+ */
+function* ownLineEarlier(
+  store: ConversationStore,
+  req: ConversationRequest,
+  before: number,
+): Generator<void, Candidate | undefined> {
+  let step = 0;
+  for (let i = before - 1; i >= 0; i--) {
+    if (++step === STEP_ITEMS) {
+      step = 0;
+      yield;
+    }
+    const end = req.ends[i] as MessageEnd;
+    let best: RequestNode | undefined;
+    for (const id of store.endingAt(end.transcript)) {
+      const node = store.request(id);
+      if (!node?.final || node.head !== req.head || node.label !== req.label || !isTip(store, node)) continue;
+      if (!best || node.time >= best.time) best = node;
+    }
+    if (best?.final) return { node: best, at: i, agreed: end.cacheKey === best.final.cacheKey, full: true };
+  }
+  return undefined;
 }
 
 function isTip(store: ConversationStore, node: RequestNode): boolean {
