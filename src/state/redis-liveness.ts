@@ -46,6 +46,8 @@ export class RedisLiveness {
   recoveredAt: number | undefined;
   /** Turns the shared state could not record during the current out-of-memory outage. */
   unrecorded = 0;
+  /** Requests that went out as the client sent them during the current outage (the state could not be had). */
+  unfixed = 0;
 
   constructor(private readonly options: RedisLivenessOptions) {
     this.maxLimit = Math.max(options.limitMs, options.maxLimitMs ?? 5_000);
@@ -178,6 +180,7 @@ export class RedisLiveness {
     this.current = { kind, at: now, reason };
     this.outages++;
     this.unrecorded = 0;
+    this.unfixed = 0;
     this.options.log(
       kind === 'oom'
         ? `state degraded: ${reason}; requests are still fixed from the state it holds, but new turns are not recorded until it has room`
@@ -203,7 +206,7 @@ export class RedisLiveness {
     this.options.log(
       o.kind === 'oom'
         ? `state: Redis at ${this.options.display} takes writes again after ${after} s (${this.unrecorded} turns were not recorded meanwhile)`
-        : `state: Redis at ${this.options.display} answers again after ${after} s`,
+        : `state: Redis at ${this.options.display} answers again after ${after} s (${this.unfixed} request${this.unfixed === 1 ? '' : 's'} went out unfixed meanwhile)`,
     );
   }
 }

@@ -930,6 +930,7 @@ export class RedisProxyState implements ProxyState {
 
   private failOpen(reason: StateUnavailable['reason'], detail: string): StateUnavailable {
     this.counts.failedOpen++;
+    if (this.liveness.outage) this.liveness.unfixed++;
     this.lastFailOpen = { at: Date.now(), reason: detail };
     return { ok: false, reason, detail };
   }
