@@ -54,7 +54,7 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
       const h = proxy.health();
       io.out(`cacheward proxy listening on ${proxy.url}`);
       io.out(
-        `  capture: ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}; upstreams: ${h.upstreams.anthropic} (Anthropic), ${h.upstreams.openai} (OpenAI)`,
+        `  capture: ${h.capture.mode}${h.capture.mode === 'off' ? '' : ` in ${h.capture.dir}`}; fixes: ${h.fixes.length ? h.fixes.join(', ') : 'none'}; upstreams: ${h.upstreams.anthropic} (Anthropic), ${h.upstreams.openai} (OpenAI)`,
       );
       io.out(`  ANTHROPIC_BASE_URL=${proxy.url}  OPENAI_BASE_URL=${proxy.url}/v1`);
       if (h.forward)
