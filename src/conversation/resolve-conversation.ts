@@ -149,7 +149,7 @@ function* findParentSteps(store: ConversationStore, req: ConversationRequest): G
   }
   // The latest request ending where this one's history does sent other tools, system or parameters: this
   // one's own line may end earlier in it (the same messages under two prompts, replies and all).
-  if (full && full.node.head !== req.head) full = (yield* ownLineEarlier(store, req, full.at)) ?? full;
+  if (full && full.node.head !== req.head) full = (yield* ownLineEarlier(store, req, full)) ?? full;
   let found = full;
   for (let j = ends.length - 1; j > (full?.at ?? -1); j--) {
     if (++step === STEP_ITEMS) {
@@ -189,17 +189,21 @@ function* findParentSteps(store: ConversationStore, req: ConversationRequest): G
 }
 
 /**
- * A request ending before end `before` of this one's history under the same label, with the same tools,
- * system and parameters (head), that is still its line's tip: the line this request continues. A request
- * a later one of its line has continued is not (a model switched back continues the switch, not the start).
+ * A request of this one's own line where the latest request ending at end `at` of its history sent other
+ * tools, system or parameters: under the same label, with the same ones (head), still its line's tip, at
+ * that end (two prompts that sent the same history so far) or earlier in the history, and then started
+ * after the other line did (a line that predates it was left for it: a first request retried on another
+ * model, whose retry the user carried on). A request a later one of its line continued is not a tip (a
+ * model switched back continues the switch, not the start).
  */
 function* ownLineEarlier(
   store: ConversationStore,
   req: ConversationRequest,
-  before: number,
+  other: Candidate,
 ): Generator<void, Candidate | undefined> {
+  const since = store.conversation(other.node.conversation)?.started ?? other.node.time;
   let step = 0;
-  for (let i = before - 1; i >= 0; i--) {
+  for (let i = other.at; i >= 0; i--) {
     if (++step === STEP_ITEMS) {
       step = 0;
       yield;
@@ -209,6 +213,7 @@ function* ownLineEarlier(
     for (const id of store.endingAt(end.transcript)) {
       const node = store.request(id);
       if (!node?.final || node.head !== req.head || node.label !== req.label || !isTip(store, node)) continue;
+      if (i < other.at && node.time <= since) continue;
       if (!best || node.time >= best.time) best = node;
     }
     if (best?.final) return { node: best, at: i, agreed: end.cacheKey === best.final.cacheKey, full: true };
