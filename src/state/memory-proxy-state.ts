@@ -165,7 +165,7 @@ export class MemoryProxyState implements ProxyState {
   }
 
   async close(): Promise<void> {
-    await this.stateFile?.flush();
+    await this.stateFile?.flush(true);
   }
 
   /**

@@ -57,6 +57,8 @@ export class StateFile {
   private readonly interval: number;
   private readonly log: (line: string) => void;
   private timer: NodeJS.Timeout | undefined;
+  /** The state was closed: later writes go at once. */
+  private closed = false;
   private writing: Promise<void> = Promise.resolve();
   private pending: (() => StateWrite | Promise<StateWrite>) | undefined;
 
@@ -127,6 +129,12 @@ export class StateFile {
    */
   schedule(snapshot: () => StateWrite | Promise<StateWrite>): void {
     this.pending = snapshot;
+    // Closed: a commit that came after (an exchange that ended late) is written at once, not on a timer
+    // that a process exiting now would never see fire.
+    if (this.closed) {
+      this.writeNow();
+      return;
+    }
     if (this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
@@ -135,8 +143,9 @@ export class StateFile {
     this.timer.unref();
   }
 
-  /** Writes what is pending now and waits for every write. */
-  async flush(): Promise<void> {
+  /** Writes what is pending now and waits for every write; with `close`, every later one is written at once. */
+  async flush(close = false): Promise<void> {
+    if (close) this.closed = true;
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = undefined;

@@ -134,6 +134,25 @@ describe('what reaches the capture when the proxy process dies', () => {
   });
 });
 
+describe('a wrapFetch closed while a request is out', () => {
+  it("saves that exchange's fix state before the process ends (stateDir)", async () => {
+    const child = needsBuild(join(import.meta.dirname, 'late-state-child.mjs'));
+    const stateDir = mkdtempSync(join(tmpdir(), 'cacheward-late-state-'));
+    const p = spawn(process.execPath, [child, stateDir, captureDir()], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    p.stdout.on('data', (d) => {
+      out += d;
+    });
+    const code = await new Promise((r) => p.once('exit', r));
+    expect(code).toBe(0);
+    const id = out.trim();
+    expect(id).toMatch(/^cw_/);
+    expect(readFileSync(join(stateDir, 'conversations.json'), 'utf8')).toContain(id);
+  });
+});
+
 describe('what a kill -9 loses of the records the capture writer took', () => {
   const child = needsBuild(join(import.meta.dirname, 'capture-writer-child.mjs'));
   it.each([
