@@ -88,11 +88,14 @@ export function describeChange(c: PrefixChange): string {
   return `${blocksWhat(c)}${at}`;
 }
 
-/** The one sentence: where, what changed, and what it costs. */
-export function describeDivergence(d: Divergence): string {
+/**
+ * The one sentence: where, what changed, and what it costs (estimated tokens; `cost: false` leaves that to
+ * a caller that says it in the provider's own count).
+ */
+export function describeDivergence(d: Divergence, cost = true): string {
   const c = d.change;
   const what = c.type === 'tools' ? toolsWhat(c) : c.type === 'params' ? paramsWhat(c.params) : blocksWhat(c);
-  return `${where(d)}: ${what}; ${formatCount(d.lostTokens)} tokens after it must be re-written`;
+  return `${where(d)}: ${what}${cost ? `; ${formatCount(d.lostTokens)} tokens after it must be re-written` : ''}`;
 }
 
 /** The sentence for a comparison, identical or not, followed by detail lines. */

@@ -48,6 +48,8 @@ describe('cacheward/testing', () => {
     expect(String((err as Error).message)).toContain('first divergence: tools diverge');
     expect(String((err as Error).message)).toContain('`mcp__late` was appended');
     expect(String((err as Error).message)).toContain('cause: tools_changed');
+    // One count of what was re-written (the cause's, in the provider's tokens), not a second estimate.
+    expect(String((err as Error).message).match(/re-written/g)).toHaveLength(1);
   });
 
   it('names an expiry when the clock passes the TTL', async () => {
