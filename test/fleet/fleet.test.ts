@@ -214,6 +214,11 @@ describe('three proxies on one Redis', () => {
     const metrics = await (await fetch(`${a.url}/_cacheward/metrics`)).text();
     await stop(a);
     await stop(b);
+    // Each proxy's stop line says a fleet's conversations span its proxies.
+    for (const p of [a, b])
+      expect(p.stderr.join('')).toMatch(
+        /cacheward proxy: stopped; .*give every proxy's capture folder to see them whole/,
+      );
 
     // Nothing lost: every request answered once, and the simulator saw each once.
     expect(ids.size).toBe(CONVERSATIONS * TURNS);

@@ -75,7 +75,7 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
         io.err(
           after.written === 0
             ? `cacheward proxy: stopped; nothing captured in ${after.dir}.`
-            : `cacheward proxy: stopped; ${after.written} exchange${after.written === 1 ? '' : 's'} captured in ${after.dir}. Report on them: cacheward report ${(mine.length ? mine : [after.dir]).map(shellQuote).join(' ')}`,
+            : `cacheward proxy: stopped; ${after.written} exchange${after.written === 1 ? '' : 's'} captured in ${after.dir}. Report on them: cacheward report ${(mine.length ? mine : [after.dir]).map(shellQuote).join(' ')}${h.state.kind === 'redis' ? " (a fleet's conversations span its proxies: give every proxy's capture folder to see them whole)" : ''}`,
         );
       }
       setExit(0);
