@@ -4,6 +4,7 @@
 import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { defaultCaptureDir } from '../capture/default-dir.js';
+import { processAlive } from '../core/process-alive.js';
 import { InputError } from './read-request-file.js';
 
 export interface SimAgentHomes {
@@ -106,16 +107,6 @@ async function replaceFile(path: string, text: string): Promise<void> {
   await rename(tmp, path);
 }
 
-/** Whether process `pid` is alive (a signal 0 reaches it, or it exists under another user). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 async function lockHolder(root: string): Promise<number | undefined> {
   const text = await readFile(join(root, LOCK), 'utf8').catch(() => undefined);
   const pid = text === undefined ? Number.NaN : Number.parseInt(text, 10);
@@ -125,7 +116,7 @@ async function lockHolder(root: string): Promise<number | undefined> {
 /** Marks `root` as this process's; a kept folder another live run holds is refused. */
 async function takeLock(root: string, kept: boolean): Promise<void> {
   const holder = await lockHolder(root);
-  if (kept && holder !== undefined && holder !== process.pid && alive(holder))
+  if (kept && holder !== undefined && holder !== process.pid && processAlive(holder))
     throw new InputError(
       `--agent-home: ${root} is in use by another cacheward run (pid ${holder}); one run at a time per folder`,
     );
@@ -140,6 +131,6 @@ async function removeLeftBehind(dir: string): Promise<void> {
     const s = await lstat(path).catch(() => undefined);
     if (!s?.isDirectory() || Date.now() - s.mtimeMs < STALE_MS) continue;
     const holder = await lockHolder(path);
-    if (holder === undefined || !alive(holder)) await rm(path, { recursive: true, force: true });
+    if (holder === undefined || !processAlive(holder)) await rm(path, { recursive: true, force: true });
   }
 }

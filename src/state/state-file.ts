@@ -7,6 +7,7 @@ import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConversationSnapshot } from '../conversation/conversation-store.js';
 import { CachewardError } from '../core/errors.js';
+import { processAlive } from '../core/process-alive.js';
 
 /** The document as loaded. Fix states are those of each conversation's latest request only. */
 export interface StateDocument {
@@ -43,15 +44,6 @@ export interface StateFileOptions {
 const FILE = 'conversations.json';
 const TEMP = /^conversations\.json\.(\d+)\.[0-9a-f]+\.tmp$/;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export class StateFile {
   private readonly path: string;
   private readonly interval: number;
@@ -80,7 +72,7 @@ export class StateFile {
     }
     for (const name of names) {
       const m = TEMP.exec(name);
-      if (!m || Number(m[1]) === process.pid || alive(Number(m[1]))) continue;
+      if (!m || Number(m[1]) === process.pid || processAlive(Number(m[1]))) continue;
       try {
         unlinkSync(join(dir, name));
       } catch {
