@@ -65,14 +65,13 @@ async function sourcePaths(paths: readonly string[], opts: SourceOptions, io: Cl
   }
   if (out.length) return out;
   const captures = defaultCaptureDir();
-  const found: string[] = [];
-  for (const agent of ['claude-code', 'codex'] as const) {
-    const folder = agentFolder(agent);
-    if (await isFolder(folder)) found.push(folder);
-  }
+  const present: Agent[] = [];
+  for (const agent of ['claude-code', 'codex'] as const)
+    if (await isFolder(agentFolder(agent))) present.push(agent);
+  const found = present.map((agent) => agentFolder(agent));
   if ((await isFolder(captures)) && (await captureFiles(captures).catch(() => [])).length) {
-    const also = found.length
-      ? `; the agents' own transcripts are not read without ${found.map((f) => (f === agentFolder('codex') ? '--codex' : '--claude-code')).join(' or ')}`
+    const also = present.length
+      ? `; the agents' own transcripts are not read without ${present.map((a) => `--${a}`).join(' or ')}`
       : '';
     io.err(`cacheward: reading the captures in ${captures}${also}`);
     return [captures];
