@@ -8,5 +8,7 @@ export default defineConfig({
     include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'examples/**/*.test.ts'],
     testTimeout: 30_000,
     pool: 'forks',
+    // One temporary folder for the run, removed at its end (test/temp-root.ts): a run leaves nothing in /tmp.
+    globalSetup: ['test/temp-root.ts'],
   },
 });
