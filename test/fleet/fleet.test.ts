@@ -88,6 +88,12 @@ async function recordsOf(dirs: string[]): Promise<Map<string, ReadRecord>> {
   return out;
 }
 
+/** The record says the client's bytes went out because the shared state was out. */
+const wentOutUnfixed = (r: ReadRecord) =>
+  /shared state was not available \(Redis was out\); the client's bytes went out unchanged/.test(
+    r.record.fixes.find((f) => f.fix === 'state')?.notes.join(' ') ?? '',
+  );
+
 const sha = (b: Buffer | undefined) => (b ? createHash('sha256').update(b).digest('hex') : 'none');
 
 let redis: RedisServer;
@@ -246,6 +252,7 @@ describe('three proxies on one Redis', () => {
     const oneRecords = await recordsOf([baseDir]);
     const fleetRecords = await recordsOf(fleet.map((p) => p.dir));
     let unfixed = 0;
+    let bodiesDropped = 0;
     const unfixedRounds = new Set<number>();
     for (const conv of traffic) {
       for (const t of conv) {
@@ -254,6 +261,16 @@ describe('three proxies on one Redis', () => {
         expect(ref, `one-proxy record of ${stepKey(t)}`).toBeDefined();
         expect(got, `fleet record of ${stepKey(t)}`).toBeDefined();
         if (!ref || !got) continue;
+        // A capture under load may let a body go (the record says `bodyDropped`): its bytes are not compared.
+        // Those that went out unfixed are still counted, by what their record says.
+        if (got.record.bodyDropped || ref.record.bodyDropped) {
+          bodiesDropped++;
+          if (wentOutUnfixed(got)) {
+            unfixed++;
+            unfixedRounds.add(t.turn);
+          }
+          continue;
+        }
         const same = sha(got.body) === sha(ref.body);
         if (t.turn <= 5)
           expect(
@@ -265,15 +282,13 @@ describe('three proxies on one Redis', () => {
           sha(ref.clientBody ?? ref.body),
         );
         expect(got.clientBody).toBeUndefined();
-        const note = got.record.fixes.find((f) => f.fix === 'state');
-        expect(note?.notes.join(' ')).toMatch(
-          /shared state was not available \(Redis was out\); the client's bytes went out unchanged/,
-        );
+        expect(wentOutUnfixed(got), `unfixed ${stepKey(t)} says why`).toBe(true);
         unfixed++;
         unfixedRounds.add(t.turn);
       }
     }
     expect(unfixed).toBeGreaterThan(0);
+    expect(bodiesDropped).toBeLessThan((CONVERSATIONS * TURNS) / 4);
     expect([...unfixedRounds].every((r) => r === 6 || r === 7)).toBe(true);
     // Health counted each of them and what it cost; so does the merged report, from the captures alone.
     const healthCost = [recovered, recoveredB].map((h) => h.body.state.unfixedCost as Cost);
@@ -295,9 +310,10 @@ describe('three proxies on one Redis', () => {
     // State resumed: the last round went out exactly as through one proxy.
     for (const conv of traffic) {
       const t = conv[TURNS - 1] as Turn;
-      expect(sha(fleetRecords.get(ids.get(stepKey(t)) as string)?.body)).toBe(
-        sha(oneRecords.get(oneIds.get(stepKey(t)) as string)?.body),
-      );
+      const got = fleetRecords.get(ids.get(stepKey(t)) as string);
+      const ref = oneRecords.get(oneIds.get(stepKey(t)) as string);
+      if (got?.record.bodyDropped || ref?.record.bodyDropped) continue;
+      expect(sha(got?.body)).toBe(sha(ref?.body));
     }
     // The conversations are the one proxy's: the same relation and turn for every step.
     for (const conv of traffic)
