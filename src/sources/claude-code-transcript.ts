@@ -105,10 +105,34 @@ interface Call {
   body: Buffer | undefined;
   missing?: string;
   digestOk: boolean;
-  status?: number;
+  /** How it ended without a response, where an error line says it did. */
+  ended?: Ended;
   response?: Answer;
   /** The call it extends (its retries extend it, or one another). */
   base?: string;
+}
+
+/** How a call ended without a response: its status, or how it was cut off (neither: not said). */
+interface Ended {
+  status?: number;
+  outcome?: SourceRequest['outcome'];
+}
+
+/** Not answered and not ended yet. */
+const waiting = (call: Call): boolean => !call.response && !call.ended;
+
+/**
+ * How an attempt with no HTTP status ended, in the transcript's own words: the connection dropped
+ * (`ECONNRESET`, `EPIPE`), another connection error (never reached the provider), or the client's timeout.
+ */
+function endedAs(error: Json): Ended {
+  const connection = isObj(error.connection) ? error.connection : undefined;
+  const code = typeof connection?.code === 'string' ? connection.code : undefined;
+  if (code === 'ECONNRESET' || code === 'EPIPE') return { outcome: 'upstream_reset' };
+  if (code !== undefined) return { outcome: 'upstream_error' };
+  if (typeof error.message === 'string' && /timed out/i.test(error.message))
+    return { outcome: 'client_aborted' };
+  return {};
 }
 
 /** A response's lines, gathered (one assistant line per content block, the same usage on each). */
@@ -180,6 +204,12 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
   private ttl: '5m' | '1h' = '5m';
   private unanswered = 0;
   private firstUnanswered = 0;
+  /** Calls that ended with an error: a retry names its failed attempt as its base. */
+  private readonly failed = new LruMap<true>(KEPT_BASES);
+  /** The latest start of a call of this file that got its response or its error. */
+  private lastEnded = Number.NEGATIVE_INFINITY;
+  private sawRequests = false;
+  private saidUnrecordedError = false;
 
   private readonly skipped: SkippedLines;
 
@@ -232,6 +262,7 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
         return;
       case 'system':
         this.node(v);
+        if (v.subtype === 'api_error') this.attemptFailed(v);
         if (v.subtype === 'compact_boundary') {
           this.run = undefined;
           const meta = isObj(v.compactMetadata) ? v.compactMetadata : {};
@@ -267,8 +298,7 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
   /** The earliest start of a request record not answered yet, or of a response still being gathered. */
   waitingSince(): number | undefined {
     let at = Number.POSITIVE_INFINITY;
-    for (const call of this.calls.values())
-      if (!call.response && call.status === undefined && call.start < at) at = call.start;
+    for (const call of this.calls.values()) if (waiting(call) && call.start < at) at = call.start;
     for (const a of this.open) {
       const start = (a.parent ? this.chain.get(a.parent)?.time : undefined) ?? a.first;
       if (start < at) at = start;
@@ -279,12 +309,29 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
   /** The end of the file: what is still open is handed on, and what never got a response is said once. */
   end(): void {
     this.flush(undefined);
+    let passed = 0;
+    let firstPassed = 0;
     for (const call of this.calls.values()) {
-      if (call.response || call.status !== undefined) continue;
+      if (!waiting(call)) continue;
+      // A later call of this file got its answer: this one ended with none (a refusal the client wrote no
+      // line for, as a 400 before a compaction), so it was sent, and is counted with no response.
+      if (call.start < this.lastEnded) {
+        call.ended = {};
+        if (this.emitEnded(call)) {
+          passed++;
+          firstPassed ||= call.line;
+        }
+        continue;
+      }
       this.unanswered++;
       this.firstUnanswered ||= call.line;
     }
     this.calls.clear();
+    if (passed)
+      this.options.warn(
+        firstPassed,
+        `${passed} API call${passed === 1 ? '' : 's'} got no response in the transcript though later calls did (refused or cut off: the transcript does not say how): counted with no response`,
+      );
     if (this.unanswered)
       this.options.warn(
         this.firstUnanswered,
@@ -329,6 +376,7 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
     };
     if (typeof v.base === 'string') call.base = v.base;
     this.calls.set(call.id, call);
+    this.sawRequests = true;
     const missing = (what: string) => {
       call.missing = what;
     };
@@ -392,7 +440,7 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
     this.note(m);
     if (v.type !== 'assistant' || !m) return;
     if (v.isApiErrorMessage === true) {
-      if (typeof v.apiErrorStatus === 'number') this.refused(v.apiErrorStatus, time(v.timestamp));
+      this.refused(typeof v.apiErrorStatus === 'number' ? v.apiErrorStatus : undefined, time(v.timestamp), n);
       return;
     }
     if (m.model === '<synthetic>' || key === undefined || this.done.get(key)) return;
@@ -415,24 +463,61 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
   }
 
   /**
-   * The client wrote an API error: the provider refused the latest call still waiting, and the waiting calls
-   * it extends (its retries); a call of another line, in flight beside them, is not theirs.
+   * A retried attempt failed (a `system` `api_error` line, written before the retry): the latest call still
+   * waiting, that one alone, with the status or the connection error the line gives.
    */
-  private refused(status: number, at: number): void {
+  private attemptFailed(v: Json): void {
+    const at = time(v.timestamp);
     let latest: Call | undefined;
     for (const call of this.calls.values())
-      if (
-        !call.response &&
-        call.status === undefined &&
-        call.start <= at &&
-        (!latest || call.start >= latest.start)
-      )
-        latest = call;
-    for (let call = latest; call && !call.response && call.status === undefined; ) {
-      call.status = status;
-      this.emitCall(call);
+      if (waiting(call) && call.start <= at && (!latest || call.start >= latest.start)) latest = call;
+    if (!latest) return;
+    const error = isObj(v.error) ? v.error : {};
+    latest.ended = typeof error.status === 'number' ? { status: error.status } : endedAs(error);
+    this.emitEnded(latest);
+  }
+
+  /**
+   * The client gave up with an API error (its status, when the line says it): the last attempt of a retried
+   * call (a waiting call whose base failed) if there is one, else the latest call still waiting, and the
+   * waiting calls it extends; a call of another line, in flight beside them, is not theirs.
+   */
+  private refused(status: number | undefined, at: number, n: number): void {
+    let latest: Call | undefined;
+    let retry: Call | undefined;
+    for (const call of this.calls.values()) {
+      if (!waiting(call) || call.start > at) continue;
+      if (!latest || call.start >= latest.start) latest = call;
+      if (call.base !== undefined && this.failed.get(call.base) && (!retry || call.start >= retry.start))
+        retry = call;
+    }
+    if (!(retry ?? latest) && !this.sawRequests && !this.saidUnrecordedError) {
+      this.saidUnrecordedError = true;
+      this.options.warn(
+        n,
+        `an API error${status === undefined ? '' : ` (${status})`}: this Claude Code version writes no request records, so the calls that failed are not counted`,
+      );
+    }
+    for (let call = retry ?? latest; call && waiting(call); ) {
+      call.ended = status === undefined ? {} : { status };
+      this.emitEnded(call);
       call = call.base === undefined ? undefined : this.calls.get(call.base);
     }
+  }
+
+  /** Hands on a call that ended without a response; false (and said) when its body could not be rebuilt. */
+  private emitEnded(call: Call): boolean {
+    this.failed.set(call.id, true);
+    if (call.body) {
+      this.emitCall(call);
+      return true;
+    }
+    this.calls.delete(call.id);
+    this.options.warn(
+      call.line,
+      `request ${call.id}: ${call.missing ?? 'a part'} is not in the transcript; the call ended with no response and is not counted`,
+    );
+    return false;
   }
 
   /** Hands on the responses that ended (all but the one `current` continues). */
@@ -448,7 +533,16 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
   private answered(a: Answer): void {
     this.done.set(a.key, true);
     if (a.key.startsWith('ref:')) {
-      const call = this.calls.get(a.key.slice(4));
+      const id = a.key.slice(4);
+      // A response to a call already counted as failed (an error line named it): the one call, counted once.
+      if (this.failed.get(id) && !this.calls.has(id)) {
+        this.options.warn(
+          a.line,
+          `request ${id}: a response after the error line that ended it; counted once, as the error`,
+        );
+        return;
+      }
+      const call = this.calls.get(id);
       if (call?.body) {
         call.response = a;
         this.emitCall(call);
@@ -467,6 +561,7 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
 
   private emitCall(call: Call): void {
     this.calls.delete(call.id);
+    if (call.start > this.lastEnded) this.lastEnded = call.start;
     const a = call.response;
     const r: SourceRequest = {
       id: call.id,
@@ -488,7 +583,8 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
       if (a.messageId) r.responseId = a.messageId;
       if (a.stopReason) r.stopReason = a.stopReason;
     }
-    if (call.status !== undefined) r.status = call.status;
+    if (call.ended?.status !== undefined) r.status = call.ended.status;
+    if (call.ended?.outcome) r.outcome = call.ended.outcome;
     this.ready.push(r);
   }
 

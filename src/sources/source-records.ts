@@ -40,7 +40,7 @@ export class SourceRecords {
       provider: req.provider,
       route: req.route,
       method: 'POST',
-      outcome: req.status !== undefined && req.status >= 400 ? 'error' : 'complete',
+      outcome: req.outcome ?? (req.status !== undefined && req.status >= 400 ? 'error' : 'complete'),
       stream: true,
       headers: req.headers,
       betas: req.betas,

@@ -26,6 +26,12 @@ export interface SourceRequest {
   /** The status of a call the provider refused (the transcript's error line says it). */
   status?: number;
   /**
+   * How a call with no status and no usage ended, where the transcript's error line says it: the client gave
+   * up waiting (`client_aborted`), the connection dropped (`upstream_reset`), or it never reached the
+   * provider (`upstream_error`). Absent: the transcript does not say (counted as no response recorded).
+   */
+  outcome?: 'client_aborted' | 'upstream_reset' | 'upstream_error';
+  /**
    * Parts the transcript does not record: the body then begins with one {@link UNRECORDED_KIND} block for
    * them, sized from usage per `scope` (the calls that share that block: one agent's line in one session).
    */

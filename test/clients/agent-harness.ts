@@ -51,6 +51,8 @@ export interface StackOptions {
   capture?: 'off' | 'hashes' | 'full';
   /** Keep the temp folder (captures, agent homes) after close; by default it is removed. */
   keep?: boolean;
+  /** More `cacheward sim` arguments (e.g. `--faults 529@0.2 --seed 3`). */
+  simArgs?: string[];
 }
 
 export interface RunOptions {
@@ -247,7 +249,10 @@ export async function startAgentStack(options: StackOptions): Promise<AgentStack
   const scriptFile = join(root, 'script.json');
   const script = typeof options.script === 'function' ? options.script({ root, workDir }) : options.script;
   writeFileSync(scriptFile, JSON.stringify(script, null, 2));
-  const sim = await serveCli(['sim', '--port', '0', '--script', scriptFile], 'cacheward sim');
+  const sim = await serveCli(
+    ['sim', '--port', '0', '--script', scriptFile, ...(options.simArgs ?? [])],
+    'cacheward sim',
+  );
   let proxy: Served;
   try {
     proxy = await serveCli(
