@@ -446,9 +446,14 @@ function labelOf(r: CaptureRecord): string | undefined {
   return source === 'lineage' || source === 'conversation' || source === 'none' ? undefined : r.session.key;
 }
 
-/** A count_tokens call or a request the upstream refused: recorded, a turn of nobody. */
-export function isTurn(r: Pick<CaptureRecord, 'route' | 'status'>): boolean {
+/**
+ * A count_tokens call or a request the upstream refused: recorded, a turn of nobody. Refused is its status
+ * (>= 400) or, where the status is not known (a transcript that records the error but not its status), its
+ * outcome `error`.
+ */
+export function isTurn(r: Pick<CaptureRecord, 'route' | 'status' | 'outcome'>): boolean {
   if (r.route.includes('count_tokens')) return false;
+  if (r.outcome === 'error') return false;
   return r.status === undefined || r.status < 400;
 }
 

@@ -176,6 +176,10 @@ export class ExchangeRecorder {
       if (summary.model) record.responseModel = summary.model;
     }
     if (f.response?.error && !record.error) record.error = f.response.error;
+    // A stream the upstream ended with an error event (`error`, Responses' `response.failed`) under a 2xx
+    // status got no whole answer: the upstream broke off, as it would by dropping the connection.
+    if (record.outcome === 'complete' && f.response?.stream && summary?.error)
+      record.outcome = 'upstream_error';
     if (raw && summary?.id && record.status !== undefined && record.status < 400) {
       const local = f.transport === 'websocket';
       this.chains.remember(raw, summary.id, outputItems(f, summary), summary.normalizedUsage?.output, local);

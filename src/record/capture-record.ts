@@ -120,7 +120,8 @@ export interface CaptureRecord {
   responseModel?: string;
   status?: number;
   /**
-   * How the exchange ended: `complete`, `error` (status >= 400), `upstream_error`, `client_aborted`,
+   * How the exchange ended: `complete`, `error` (status >= 400), `upstream_error` (the upstream could not
+   * be reached, or ended a 2xx stream with an error event), `client_aborted`,
    * `upstream_reset`, `refused` (the proxy could not send it and answered 400 itself), `unparsable` (a
    * WebSocket message that is not JSON, relayed as it came).
    */

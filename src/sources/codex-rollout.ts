@@ -5,6 +5,11 @@
 // one usage record per response: a call's input is every item before its response's first output item. Not
 // recorded: the tools and the request parameters but the model and a reasoning effort the user set (they stand
 // as one opaque block sized from usage), and the id Codex gives its base-instructions message.
+//
+// A turn that ends in an error (`task_complete` with an `error`) ends with a call that got no answer: it is
+// handed on without usage, refused, with the error the rollout says. Not recorded at all: the attempts Codex
+// retried before it gave up or got an answer, and the `generate: false` warm-up a Responses WebSocket sends
+// first (docs/transcripts.md).
 
 import { isObj, type Json } from '../core/json.js';
 import type { UnrecordedPart } from '../record/capture-record.js';
@@ -26,6 +31,9 @@ const KNOWN_TYPES = new Set([
 const KNOWN_MAJORS = new Set([0]);
 
 const UNRECORDED: UnrecordedPart[] = ['tools', 'params'];
+
+/** Kinds of a turn's error (`codex_error_info`) that no model call had: the turn's last call is not the failure. */
+const NOT_A_CALL = new Set(['sandbox_error', 'active_turn_not_steerable', 'thread_rollback_failed']);
 
 /** Items the model produces (the response's output); everything else is input the client sends. */
 function isOutput(item: Json): boolean {
@@ -108,7 +116,7 @@ export class CodexRollout implements TranscriptAdapter {
         if (!this.usageRecords && p.type === 'token_count' && this.response) {
           const info = isObj(p.info) ? p.info : undefined;
           this.answered(isObj(info?.last_token_usage) ? info.last_token_usage : undefined, undefined, at, n);
-        }
+        } else if (p.type === 'task_complete' && isObj(p.error)) this.failed(p.error, at, n);
         break;
       case 'compacted':
         if (Array.isArray(p.replacement_history)) {
@@ -170,8 +178,26 @@ export class CodexRollout implements TranscriptAdapter {
     this.items.push(wireItem(p));
   }
 
+  /**
+   * A turn that ended in an error: its last call (every item so far, or the response under way) got no
+   * answer. The rollout keeps the error's text and Codex's kind of it (`codex_error_info`, `other` for a
+   * 400), and a status only where that kind carries one (`{"<kind>": {"http_status_code": N}}`).
+   */
+  private failed(error: Json, at: number, n: number): void {
+    const info = error.codex_error_info;
+    if (typeof info === 'string' && NOT_A_CALL.has(info)) return;
+    const status = statusOf(info);
+    this.answered(undefined, undefined, at, n, { error: errorText(error), ...(status ? { status } : {}) });
+  }
+
   /** A response's usage: the call that got it is every item before its first output. */
-  private answered(usage: Json | undefined, responseId: unknown, at: number, n: number): void {
+  private answered(
+    usage: Json | undefined,
+    responseId: unknown,
+    at: number,
+    n: number,
+    failure?: { error: string; status?: number },
+  ): void {
     const r = this.response ?? {
       start: Number.isNaN(this.lastTime) ? at : this.lastTime,
       firstByte: at,
@@ -179,7 +205,7 @@ export class CodexRollout implements TranscriptAdapter {
       line: n,
     };
     this.response = undefined;
-    if (!usage) return;
+    if (!usage && !failure) return;
     const session = this.session ?? 'unknown';
     const input = [unrecordedBlock(UNRECORDED, session)];
     // The base instructions are Codex's first input item, a developer message (its id is not recorded).
@@ -207,13 +233,43 @@ export class CodexRollout implements TranscriptAdapter {
       model,
       times: { start: r.start, firstByte: r.firstByte, end: at },
       body: Buffer.from(body),
-      usage: responsesUsage(usage),
       unrecorded: { parts: UNRECORDED, scope: session },
       exact: false,
     };
+    if (usage) req.usage = responsesUsage(usage);
+    if (failure) {
+      req.error = failure.error;
+      if (failure.status !== undefined) req.status = failure.status;
+    }
     if (typeof responseId === 'string') req.responseId = responseId;
     this.ready.push(req);
   }
+}
+
+/** The HTTP status a turn's `codex_error_info` carries (`{"<kind>": {"http_status_code": N}}`), if any. */
+function statusOf(info: unknown): number | undefined {
+  if (!isObj(info)) return undefined;
+  for (const v of Object.values(info))
+    if (isObj(v) && typeof v.http_status_code === 'number' && v.http_status_code >= 400)
+      return v.http_status_code;
+  return undefined;
+}
+
+/**
+ * A turn's error in the capture's words where it holds the provider's error body (`type: message`), else
+ * its text as Codex wrote it.
+ */
+function errorText(error: Json): string {
+  const text = typeof error.message === 'string' ? error.message : 'the turn ended in an error';
+  try {
+    const body = JSON.parse(text) as unknown;
+    const e = isObj(body) && isObj(body.error) ? body.error : undefined;
+    if (e && typeof e.message === 'string')
+      return typeof e.type === 'string' ? `${e.type}: ${e.message}` : e.message;
+  } catch {
+    // Not the provider's body: Codex's own words.
+  }
+  return text;
 }
 
 /** An item as Codex sends it: the rollout's, without the metadata it keeps for itself. */

@@ -40,7 +40,9 @@ export class SourceRecords {
       provider: req.provider,
       route: req.route,
       method: 'POST',
-      outcome: req.outcome ?? (req.status !== undefined && req.status >= 400 ? 'error' : 'complete'),
+      outcome:
+        req.outcome ??
+        ((req.status !== undefined && req.status >= 400) || req.error !== undefined ? 'error' : 'complete'),
       stream: true,
       headers: req.headers,
       betas: req.betas,
@@ -49,6 +51,7 @@ export class SourceRecords {
     };
     const status = req.status ?? (req.usage ? 200 : undefined);
     if (status !== undefined) record.status = status;
+    if (req.error !== undefined) record.error = req.error;
     if (req.model !== undefined) record.model = req.model;
     const normalized = req.usage
       ? req.provider === 'anthropic'

@@ -32,6 +32,12 @@ export interface SourceRequest {
    */
   outcome?: 'client_aborted' | 'upstream_reset' | 'upstream_error';
   /**
+   * The error a transcript records for a call that got no answer, in the capture's words (`type: message`)
+   * where it gives them: the call is then refused (outcome `error`) even when the transcript does not say
+   * its status (`status` is then left out, never guessed).
+   */
+  error?: string;
+  /**
    * Parts the transcript does not record: the body then begins with one {@link UNRECORDED_KIND} block for
    * them, sized from usage per `scope` (the calls that share that block: one agent's line in one session).
    */

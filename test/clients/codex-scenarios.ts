@@ -1,6 +1,6 @@
 // The scripted Codex scenarios the client tests share: a file edit through apply_patch (a freeform custom
-// tool call), an MCP tool call (a tool search, then a call inside the server's namespace), and an edit whose
-// session `exec resume` continues.
+// tool call), an MCP tool call (a tool search, then a call inside the server's namespace), an edit whose
+// session `exec resume` continues, and a turn the provider refuses.
 
 export const PATCH = '*** Begin Patch\n*** Update File: a.txt\n@@\n-hello\n+hello, patched\n*** End Patch\n';
 
@@ -22,6 +22,16 @@ export const script = {
         { tool_calls: [{ type: 'tool_search', input: { query: 'lookup word', limit: 8 } }] },
         { tool_calls: [{ name: 'lookup', namespace: 'mcp__fixture', input: { word: 'cache' } }] },
         { text: 'Looked it up.' },
+      ],
+    },
+    {
+      // A turn the provider refuses with a 400 (Codex does not retry it): the turn ends in an error, and so
+      // does every later turn (`exec resume` sends the same history, one assistant turn in it).
+      match: 'FAILED-TURN-TASK',
+      match_in: 'any',
+      turns: [
+        { text: 'Editing.', tool_calls: [{ type: 'custom', name: 'apply_patch', input: PATCH }] },
+        { error: { status: 400, message: 'bad request forever' } },
       ],
     },
     {

@@ -102,6 +102,27 @@ describe('upstream faults reach the client as the provider sent them', () => {
     ).toBeInstanceOf(OpenAI.APIError);
   });
 
+  it('records a Responses stream that ended in an error event as cut short, and the report counts it', async () => {
+    const stream = await h
+      .openai()
+      .responses.create(
+        { model: 'gpt-5.5', stream: true, input: 'hello there', prompt_cache_key: 'sse-error' },
+        fault('error-mid-stream'),
+      );
+    // The SDK hands the error event on as an event (the stream then ends).
+    const types: string[] = [];
+    for await (const e of stream) types.push(e.type);
+    expect(types.at(-1)).toBe('error');
+    expect(types).not.toContain('response.completed');
+    await h.proxy.flush();
+    const rec = (await h.records()).find((r) => r.record.session.key === 'pck:sse-error')?.record;
+    expect(rec?.status).toBe(200);
+    expect(rec?.error).toMatch(/The server had an error/);
+    expect(rec?.outcome).toBe('upstream_error');
+    const a = await analyzePaths([h.dir], { prices: new PriceTable() });
+    expect(a.totals.unanswered?.upstream_error).toBeGreaterThanOrEqual(1);
+  });
+
   it('resets the client when the upstream resets mid-stream, and records it', async () => {
     const err = await caught(
       h

@@ -144,6 +144,7 @@ describe('Responses over WebSocket through the proxy into the simulator', async 
     for (const r of records) {
       expect(r.record.status).toBe(200);
       expect(r.record.error).toMatch(/The server had an error/);
+      expect(r.record.outcome).toBe('upstream_error');
     }
   });
 });
