@@ -54,7 +54,7 @@ export function renderTerminalReport(a: AnalysisResult, s: TerminalStyles, maxMi
   if (t.unpricedModels.length) {
     out.push(
       s.yellow(
-        `  not priced (no dated price; add one with --prices FILE): ${t.unpricedModels.join(', ')} (${t.unpricedRequests} requests)`,
+        `  not priced (no dated price; add one with --prices FILE): ${t.unpricedModels.join(', ')} (${t.unpricedRequests} request${t.unpricedRequests === 1 ? '' : 's'})`,
       ),
     );
   }

@@ -7,6 +7,7 @@ import { PriceTable } from '../../src/analyze/price-table.js';
 import { type BustSessionResult, runBustSession } from '../../src/demo/bust-session.js';
 import type { CaptureRecord } from '../../src/record/capture-record.js';
 import { analyzePaths } from '../../src/report/analyze-paths.js';
+import { renderTerminalReport } from '../../src/report/terminal-report.js';
 import { cli } from '../cli/run-cli.js';
 
 let run: BustSessionResult;
@@ -212,6 +213,15 @@ describe('report output', () => {
     expect(bare.totals.cost).toBe(0);
     expect(bare.totals.unpricedModels).toEqual(['claude-fable-5', 'claude-haiku-4-5', 'claude-opus-5']);
     expect(bare.misses.every((m) => m.waste === null)).toBe(true);
+    const plain = { bold: String, dim: String, yellow: String, green: String };
+    const notPriced = (a: AnalysisResult) =>
+      renderTerminalReport(a, plain).find((l) => l.includes('not priced'));
+    expect(notPriced(bare)).toMatch(/claude-opus-5 \(24 requests\)$/);
+    const one = {
+      ...bare,
+      totals: { ...bare.totals, unpricedModels: ['claude-opus-5'], unpricedRequests: 1 },
+    };
+    expect(notPriced(one)).toMatch(/: claude-opus-5 \(1 request\)$/);
     const r = await cli(['report', '--prices', file, run.dir]);
     expect(r.code).toBe(0);
     const j = JSON.parse(
