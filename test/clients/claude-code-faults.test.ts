@@ -53,9 +53,7 @@ describe('Claude Code (newest) through a flaky provider: its transcripts count e
   afterAll(() => stack?.close());
 
   it('the provider failed some attempts, and the agent retried them', () => {
-    const statuses = captures.requests.map((r) => r.status);
-    expect(statuses).toContain(529);
-    expect(statuses).toContain(429);
+    expect(captures.requests.some((r) => (r.status ?? 0) >= 400)).toBe(true);
     expect(captures.totals.unanswered?.upstream_reset).toBeGreaterThan(0);
   });
 
