@@ -1,4 +1,4 @@
-// Error classes with stable `code`s, shared by every cacheward module.
+// Error classes with stable `code`s, and how any error is told in one line, shared by every cacheward module.
 // Must never carry request secrets (API keys, authorization headers) in a message.
 
 /**
@@ -107,4 +107,15 @@ export class StreamFormatError extends CachewardError {
     super('CW_STREAM_FORMAT', `event ${eventIndex}: ${detail}`);
     this.eventIndex = eventIndex;
   }
+}
+
+/**
+ * Any error as one line: a Node system error's message already begins with its code (`ENOTDIR: not a
+ * directory, mkdir 'x'`), so the code is added only to a message that lacks it; anything else as a string.
+ */
+export function errorLine(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as NodeJS.ErrnoException).code;
+  if (typeof code !== 'string' || err.message.startsWith(code)) return err.message;
+  return `${code}: ${err.message}`;
 }
