@@ -51,6 +51,16 @@ export class CachewardError extends Error {
   }
 }
 
+/**
+ * An input cacheward was given and cannot use (a bad argument, a path that does not exist or cannot be read,
+ * a file that is not what it should be): the message names it and says what to pass.
+ */
+export class InputError extends CachewardError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CW_INPUT', message, options);
+  }
+}
+
 /** Where in a text a problem was found. `offset` counts bytes of the UTF-8 text; line and column count from 1. */
 export interface TextPosition {
   offset: number;
