@@ -13,7 +13,7 @@ import {
 } from './anthropic-rules.js';
 import { thinkingInContext } from './anthropic-thinking.js';
 import { type CacheEvidence, type Unreadable, unreadableEntriesSteps } from './cache-evidence.js';
-import { type CacheEntry, EntryStore } from './entry-store.js';
+import { type CacheEntry, EntryStore, entrySnapshot } from './entry-store.js';
 
 /** How many positions a breakpoint looks back, counting itself (prompt-caching.md). */
 export const LOOKBACK_POSITIONS = 20;
@@ -32,7 +32,10 @@ export interface AnthropicCacheResult {
   breakpoints: Breakpoint[];
   /** The longest hit: the block it ended at, its tokens, and how far back from its breakpoint it was found. */
   hit: { blockIndex: number; tokens: number; breakpointIndex: number; distance: number } | null;
-  /** Entries this request wrote; readable once {@link AnthropicCache.responseBegan} is called. */
+  /**
+   * Entries this request wrote, as they stood after it (copies: a later request's read or write does not
+   * change them); readable once {@link AnthropicCache.responseBegan} is called with this result.
+   */
   writes: CacheEntry[];
   /** Breakpoints not written because their prefix is below the model's minimum. */
   belowMinimum: Breakpoint[];
@@ -63,6 +66,8 @@ export interface AnthropicCacheOptions {
 /** The cache of one simulated (or analyzed) Anthropic organization. Scope = API key and model. */
 export class AnthropicCache {
   readonly store: EntryStore;
+  /** The stored entries behind each result's copies, for {@link responseBegan} to make readable. */
+  private readonly written = new WeakMap<object, CacheEntry[]>();
   private readonly overrides: AnthropicCacheOptions['modelOverrides'];
 
   constructor(options: AnthropicCacheOptions = {}) {
@@ -188,7 +193,7 @@ export class AnthropicCache {
         strippedTokens: inContext.strippedTokens,
       });
     const a = hit?.tokens ?? 0;
-    const writes: CacheEntry[] = [];
+    const written: CacheEntry[] = [];
     const belowMinimum: Breakpoint[] = [];
     let b = a;
     let c = a;
@@ -199,13 +204,13 @@ export class AnthropicCache {
         belowMinimum.push(bp);
         continue;
       }
-      writes.push(
+      written.push(
         this.store.write(keyAt(bp.blockIndex), tokens, bp.ttlMs, start, writer, Number.POSITIVE_INFINITY),
       );
       if (bp.ttlMs >= TTL_1H) b = Math.max(b, tokens);
       c = Math.max(c, tokens);
     }
-    if (options.explain && belowMinimum.length && !writes.length)
+    if (options.explain && belowMinimum.length && !written.length)
       unreadable.push({
         reason: 'below_minimum',
         tokens:
@@ -213,7 +218,8 @@ export class AnthropicCache {
         minimum,
       });
     const longestTtl = breakpoints.reduce((m, bp) => Math.max(m, bp.ttlMs), 0);
-    return {
+    const writes = written.map(entrySnapshot);
+    const result: AnthropicCacheResult = {
       evidence: {
         readTokens: a,
         cachedAfterTokens: c,
@@ -238,10 +244,15 @@ export class AnthropicCache {
         ? { prefix, blocks: inContext.stripped, tokens: inContext.strippedTokens }
         : null,
     };
+    if (written.length) this.written.set(result, written);
+    return result;
   }
 
   /** The writing response has sent its first byte: what it wrote becomes readable from `at`. */
   responseBegan(result: AnthropicCacheResult, at: number): void {
+    const written = this.written.get(result);
+    if (written) this.store.markReadable(written, at);
+    // The result's own copies say so too: this request's response began (another's later does not count).
     this.store.markReadable(result.writes, at);
   }
 }

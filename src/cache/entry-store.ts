@@ -15,6 +15,22 @@ export interface CacheEntry {
   writer: string;
 }
 
+/**
+ * A copy of an entry as it is now: what a request's result keeps, so that later requests (which refresh,
+ * extend and mark the stored entry readable) do not change what that result says. One literal, one shape.
+ */
+export function entrySnapshot(e: CacheEntry): CacheEntry {
+  return {
+    key: e.key,
+    tokens: e.tokens,
+    ttlMs: e.ttlMs,
+    expiresAt: e.expiresAt,
+    readableAt: e.readableAt,
+    writtenAt: e.writtenAt,
+    writer: e.writer,
+  };
+}
+
 /** Options for an {@link EntryStore}. */
 export interface EntryStoreOptions {
   /**

@@ -5,7 +5,7 @@ import { hash } from 'node:crypto';
 import type { Prefix, PrefixBlock } from '../prefix/build-prefix.js';
 import { stableJson } from '../prefix/stable-json.js';
 import { type CacheEvidence, type Unreadable, unreadableEntries } from './cache-evidence.js';
-import { type CacheEntry, EntryStore } from './entry-store.js';
+import { type CacheEntry, EntryStore, entrySnapshot } from './entry-store.js';
 import { ExpiringRecords } from './expiring-records.js';
 
 /** How one model caches. */
@@ -40,6 +40,10 @@ export interface OpenAICacheResult {
   /** GPT-5.6+: tokens written (billed at 1.25×); undefined on the automatic scheme. */
   cacheWriteTokens: number | undefined;
   hit: { blockIndex: number; tokens: number } | null;
+  /**
+   * Entries this request wrote, as they stood after it (copies: a later request's read or write does not
+   * change them); readable once {@link OpenAICache.responseBegan} is called with this result.
+   */
   writes: CacheEntry[];
   /** The lookup boundaries that were tried (block indices), longest first. */
   boundaries: number[];
@@ -72,6 +76,8 @@ export interface OpenAIRequestOptions {
 /** The cache of one simulated (or analyzed) OpenAI organization. */
 export class OpenAICache {
   readonly store: EntryStore;
+  /** The stored entries behind each result's copies, for {@link responseBegan} to make readable. */
+  private readonly written = new WeakMap<object, CacheEntry[]>();
   private readonly overflowLimit: number | undefined;
   private readonly routes = new Map<string, number[]>();
 
@@ -128,14 +134,15 @@ export class OpenAICache {
         unreadable.push(...unreadableEntries(prefix, this.store, scope, start, hit?.blockIndex ?? -1));
       }
     }
-    const writes: CacheEntry[] = [];
+    const written: CacheEntry[] = [];
     if (!overflowed) {
       for (const i of writeAt) {
         if (hit && i <= hit.blockIndex) continue;
         const tokens = blocks[i]?.cumulativeTokens ?? 0;
-        writes.push(this.store.write(keyAt(i), tokens, ttl, start, writer, Number.POSITIVE_INFINITY));
+        written.push(this.store.write(keyAt(i), tokens, ttl, start, writer, Number.POSITIVE_INFINITY));
       }
     }
+    const writes = written.map(entrySnapshot);
     const hitTokens = hit?.tokens ?? 0;
     const cachedTokens =
       facts.scheme === 'automatic'
@@ -161,7 +168,7 @@ export class OpenAICache {
         });
     }
     const cachedAfter = writes.reduce((m, w) => Math.max(m, w.tokens), hitTokens);
-    return {
+    const result: OpenAICacheResult = {
       evidence: {
         readTokens: cachedTokens,
         cachedAfterTokens: cachedAfter,
@@ -178,10 +185,15 @@ export class OpenAICache {
       boundaries,
       overflowed,
     };
+    if (written.length) this.written.set(result, written);
+    return result;
   }
 
   /** The writing response has sent its first byte: what it wrote becomes readable from `at`. */
   responseBegan(result: OpenAICacheResult, at: number): void {
+    const written = this.written.get(result);
+    if (written) this.store.markReadable(written, at);
+    // The result's own copies say so too: this request's response began (another's later does not count).
     this.store.markReadable(result.writes, at);
   }
 

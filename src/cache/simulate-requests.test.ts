@@ -1,8 +1,9 @@
-// simulateRequests: what each request read and wrote, concurrency, refusals and the evidence of a miss.
+// simulateRequests: what each request read and wrote, concurrency, refusals and the evidence of a miss; each
+// result a snapshot that later requests do not change.
 // Pure: prefixes and times in, usage out; no clock, no HTTP.
 
 import { describe, expect, it } from 'vitest';
-import { messagesBody } from '../../test/sim/helpers.js';
+import { filler, messagesBody } from '../../test/sim/helpers.js';
 import { parsePrefix } from '../prefix/build-prefix.js';
 import { simulateRequests } from './simulate-requests.js';
 
@@ -65,5 +66,44 @@ describe('simulateRequests', () => {
       throw new Error('expected a result');
     expect(second.result.hit).toBeNull();
     expect(second.result.beyondLookback?.blockIndex).toBe(15);
+  });
+
+  it("keeps each result a snapshot: a later request's read does not change what an earlier one wrote", () => {
+    // docs/library.md's example: the second request, a minute later, reads and refreshes the first's entry.
+    const p = prefix(3);
+    const [alone] = simulateRequests([{ prefix: p, scope: 'key-1', start: 0, firstByte: 800 }]);
+    const [first, second] = simulateRequests([
+      { prefix: p, scope: 'key-1', start: 0, firstByte: 800 },
+      { prefix: p, scope: 'key-1', start: 60_000 },
+    ]);
+    if (!first || !('result' in first) || !alone || !('result' in alone)) throw new Error('expected results');
+    if (!second || !('result' in second) || second.provider !== 'anthropic')
+      throw new Error('expected a result');
+    expect(second.result.hit).not.toBeNull();
+    expect(first.result.writes[0]?.expiresAt).toBe(300_000);
+    expect(first.result.writes[0]?.readableAt).toBe(800);
+    expect(first).toEqual(alone);
+  });
+
+  it('keeps OpenAI results snapshots too', () => {
+    const p = parsePrefix(
+      JSON.stringify({ model: 'gpt-5.4', messages: [{ role: 'user', content: filler(3_000) }] }),
+      { format: 'openai-chat' },
+    );
+    const req = {
+      prefix: p,
+      scope: 'key-1',
+      start: 0,
+      firstByte: 800,
+      openai: { retention: '24h' as const },
+    };
+    const [alone] = simulateRequests([req]);
+    const [first, second] = simulateRequests([req, { ...req, start: 60_000, firstByte: 60_800 }]);
+    if (!second || !('result' in second) || second.provider !== 'openai')
+      throw new Error('expected a result');
+    expect(second.result.hit).not.toBeNull();
+    if (!first || !('result' in first) || first.provider !== 'openai') throw new Error('expected a result');
+    expect(first.result.writes.length).toBeGreaterThan(0);
+    expect(first).toEqual(alone);
   });
 });

@@ -1,10 +1,12 @@
 // Reads capture files as a stream, in order, rebuilding full-mode bodies byte-exactly, and hands on the
 // markers of exchanges not captured. A torn or invalid line is skipped with a warning naming its file and
 // line; memory does not grow with the capture's size. Agent transcripts among the files (told from their
-// content) are read by their source adapter instead.
+// content) are read by their source adapter instead. A path that does not exist or cannot be read is one
+// InputError (CW_INPUT) naming it, never Node's raw error.
 
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { CachewardError, errorLine, InputError } from '../core/errors.js';
 import { fileLines } from '../core/file-lines.js';
 import {
   applyBlockDelta,
@@ -36,18 +38,54 @@ export interface ReadCapturesOptions {
   onNotCaptured?: (marker: NotCapturedMarker, file: string, line: number) => void;
 }
 
+/** What to pass instead of a path that holds no captures: every message about such a path ends with it. */
+export const CAPTURE_PATHS_HINT =
+  'pass the capture-*.jsonl files, or the folder `cacheward proxy --dir` (or `cacheward run --dir`) wrote them to, or agent transcripts (~/.claude/projects, ~/.codex/sessions, one session file)';
+
+/** A path to read that does not exist or cannot be read, as the one-line InputError (CW_INPUT) every reader throws. */
+export function unreadablePath(path: string, err: unknown): InputError {
+  const why =
+    (err as NodeJS.ErrnoException).code === 'ENOENT'
+      ? 'no such file or folder'
+      : `cannot read: ${errorLine(err)}`;
+  return new InputError(`${path}: ${why}; ${CAPTURE_PATHS_HINT}`, { cause: err });
+}
+
+/** A system error (errno code) reading `path` becomes its InputError; any other error is thrown as it is. */
+function asInputError(path: string): (err: unknown) => never {
+  return (err) => {
+    if (err instanceof Error && !(err instanceof CachewardError) && (err as NodeJS.ErrnoException).code)
+      throw unreadablePath(path, err);
+    throw err;
+  };
+}
+
+/** What a reader of `file` yields; a file that cannot be opened or read is an InputError. */
+async function* reading<T>(file: string, from: AsyncGenerator<T>): AsyncGenerator<T> {
+  try {
+    yield* from;
+  } catch (err) {
+    asInputError(file)(err);
+  }
+}
+
+/** Whether a path to read is a folder; a path that does not exist or cannot be read is an InputError. */
+export async function isFolder(path: string): Promise<boolean> {
+  return (await stat(path).catch(asInputError(path))).isDirectory();
+}
+
 /**
  * The files a path names: a file as it is; a folder's `capture-*.jsonl` oldest first, then the agent
- * transcripts below it (Claude Code's, Codex's: see sources/transcript-files).
+ * transcripts below it (Claude Code's, Codex's: see sources/transcript-files). A path that does not exist or
+ * cannot be read is an InputError (CW_INPUT).
  */
 export async function captureFiles(path: string): Promise<string[]> {
-  const s = await stat(path);
-  if (!s.isDirectory()) return [path];
-  const captures = (await readdir(path))
+  if (!(await isFolder(path))) return [path];
+  const captures = (await readdir(path).catch(asInputError(path)))
     .filter((n) => CAPTURE_FILE.test(n))
     .sort()
     .map((n) => join(path, n));
-  return [...captures, ...(await transcriptFiles(path))];
+  return [...captures, ...(await transcriptFiles(path).catch(asInputError(path)))];
 }
 
 function isRecord(v: unknown): v is CaptureRecord {
@@ -134,12 +172,14 @@ export async function* readCaptures(
   const sources = options.sources ?? new SourceRecords();
   for (const path of paths) {
     for (const file of await captureFiles(path)) {
-      const kind = CAPTURE_FILE.test(basename(file)) ? 'capture' : await fileKind(file);
+      const kind = CAPTURE_FILE.test(basename(file))
+        ? 'capture'
+        : await fileKind(file).catch(asInputError(file));
       if (kind === 'claude-code' || kind === 'codex') {
-        yield* readTranscript(file, kind, options, sources);
+        yield* reading(file, readTranscript(file, kind, options, sources));
         continue;
       }
-      const size = (await stat(file)).size;
+      const size = (await stat(file).catch(asInputError(file))).size;
       // Delta bases live in the same file: keep only each session's latest body.
       const bodies = new Map<string, Buffer>();
       const latestOf = new Map<string, string>();
@@ -149,7 +189,7 @@ export async function* readCaptures(
       >();
       const headersOf = new Map<string, Record<string, string>>();
       let n = 0;
-      for await (const { lines, ends } of fileLines(file))
+      for await (const { lines, ends } of reading(file, fileLines(file)))
         for (let i = 0; i < lines.length; i++) {
           const text = lines[i] as string;
           n++;

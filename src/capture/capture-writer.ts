@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, type FileHandle, mkdir, open, readdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.js';
-import { CachewardError } from '../core/errors.js';
+import { CachewardError, errorLine } from '../core/errors.js';
 import { runStepped } from '../core/stepped-work.js';
 import {
   blockDelta,
@@ -430,9 +430,7 @@ export class CaptureWriter {
   /** Counts the records as failed once the broken file is closed (and removed if empty): health never
    * reports a failure whose empty file is still in the folder. */
   private async failed(err: unknown, records: number): Promise<void> {
-    const message = (err as NodeJS.ErrnoException).code
-      ? `${(err as NodeJS.ErrnoException).code}: ${(err as Error).message}`
-      : String(err);
+    const message = errorLine(err);
     if (this.status.state !== 'degraded') this.log(`capture degraded, traffic continues: ${message}`);
     this.status.state = 'degraded';
     this.status.error = message;

@@ -2,28 +2,17 @@
 // file once (a folder and a file in it are read once), and anything that is neither named in one line with what
 // to pass. It never writes, and never hands on a file it could not tell is a capture or a transcript.
 
-import { readdir, realpath, stat } from 'node:fs/promises';
-import { captureFiles, readCaptures } from '../capture/capture-reader.js';
+import { readdir, realpath } from 'node:fs/promises';
+import { CAPTURE_PATHS_HINT, captureFiles, isFolder, readCaptures } from '../capture/capture-reader.js';
 import { fileKind } from '../sources/transcript-files.js';
 import { InputError } from './read-request-file.js';
-
-const WHAT_TO_PASS =
-  'pass the capture-*.jsonl files, or the folder `cacheward proxy --dir` (or `cacheward run --dir`) wrote them to, or agent transcripts (~/.claude/projects, ~/.codex/sessions, one session file)';
 
 /** The capture files the paths name, in order, each once. Throws an InputError for anything else. */
 export async function captureInputs(paths: readonly string[]): Promise<string[]> {
   const seen = new Set<string>();
   const out: string[] = [];
   for (const path of paths) {
-    let isDir: boolean;
-    try {
-      isDir = (await stat(path)).isDirectory();
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      throw new InputError(
-        `${path}: ${e.code === 'ENOENT' ? 'no such file or folder' : `cannot read: ${e.message}`}; ${WHAT_TO_PASS}`,
-      );
-    }
+    const isDir = await isFolder(path);
     const files = isDir ? await captureFiles(path) : [path];
     if (isDir && !files.length) throw new InputError(await describeFolder(path));
     for (const file of files) {
@@ -39,9 +28,9 @@ export async function captureInputs(paths: readonly string[]): Promise<string[]>
 
 async function describeFolder(path: string): Promise<string> {
   const entries = await readdir(path);
-  if (!entries.length) return `${path}: an empty folder, no capture files; ${WHAT_TO_PASS}`;
+  if (!entries.length) return `${path}: an empty folder, no capture files; ${CAPTURE_PATHS_HINT}`;
   const shown = entries.slice(0, 3).join(', ');
-  return `${path}: no capture files (capture-*.jsonl) in this folder, only ${entries.length} other entr${entries.length === 1 ? 'y' : 'ies'} (${shown}${entries.length > 3 ? ', …' : ''}), and no agent transcripts below it; ${WHAT_TO_PASS}`;
+  return `${path}: no capture files (capture-*.jsonl) in this folder, only ${entries.length} other entr${entries.length === 1 ? 'y' : 'ies'} (${shown}${entries.length > 3 ? ', …' : ''}), and no agent transcripts below it; ${CAPTURE_PATHS_HINT}`;
 }
 
 class NotACapture extends Error {
@@ -81,7 +70,7 @@ async function checkCaptureFile(file: string): Promise<void> {
   } catch (err) {
     if (!(err instanceof NotACapture)) throw err;
     throw new InputError(
-      `${file}:${err.line}: not a capture file: this line is not a cacheward capture record; ${WHAT_TO_PASS}`,
+      `${file}:${err.line}: not a capture file: this line is not a cacheward capture record; ${CAPTURE_PATHS_HINT}`,
     );
   }
   if (marker) return;
@@ -89,5 +78,5 @@ async function checkCaptureFile(file: string): Promise<void> {
     throw new InputError(
       `${file}: a capture file with no whole record: its lines end before their records do (cut off while it was written, or copied part-way?)`,
     );
-  throw new InputError(`${file}: an empty file, not a capture; ${WHAT_TO_PASS}`);
+  throw new InputError(`${file}: an empty file, not a capture; ${CAPTURE_PATHS_HINT}`);
 }

@@ -2,13 +2,16 @@
 // Every value is checked before anything listens; a failure to start is one line, never a stack trace.
 
 import { type Command, Option } from 'commander';
+import { defaultCaptureDir } from '../capture/default-dir.js';
 import type { ListenOptions } from '../core/listen.js';
 import { ttlFix } from '../fixes/ttl.js';
 import { type CachewardProxy, createProxy, type ProxyOptions } from '../proxy/create-proxy.js';
+import { defaultCaDir } from '../proxy/local-ca.js';
 import { fullCollect } from '../proxy/memory-release.js';
 import { tuneHeapForProxy } from '../proxy/proxy-heap.js';
 import { warmUpProxy } from '../proxy/warm-up.js';
 import { OtlpConfigError, otlpOptions } from '../telemetry/otlp-config.js';
+import { refuseFileAsFolder } from './folder-option.js';
 import { parsePort, parseUpstream, portInUse } from './option-values.js';
 import { resolveToken, TOKEN_ENV } from './proxy-token.js';
 import { InputError } from './read-request-file.js';
@@ -145,6 +148,18 @@ export function proxyOptionsFrom(
     .map((h) => h.trim())
     .filter(Boolean);
   if (openHosts.length && !opts.forward) throw new InputError('--open-host: only with --forward');
+  // The folders it would write to (captures, the state file under them, the local CA): a file in the way is
+  // refused now; a folder it cannot write at run time is a degraded capture instead (docs/proxy.md).
+  if (opts.dir !== undefined) refuseFileAsFolder('--dir', opts.dir);
+  else if (opts.capture !== 'off' || fixes.length)
+    refuseFileAsFolder(
+      'the default capture folder',
+      defaultCaptureDir(),
+      'move it away, or pass --dir FOLDER',
+    );
+  if (opts.caDir !== undefined) refuseFileAsFolder('--ca-dir', opts.caDir);
+  else if (opts.forward)
+    refuseFileAsFolder('the default CA folder', defaultCaDir(), 'move it away, or pass --ca-dir FOLDER');
   const allowedOrigins = (opts.allowOrigin ?? '')
     .split(',')
     .map((o) => o.trim())

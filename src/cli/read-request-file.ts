@@ -2,7 +2,7 @@
 // `{"route"?, "headers"?, "body": {...}}` such as a capture record. It never prints or keeps header secrets.
 
 import { readFile } from 'node:fs/promises';
-import { CachewardError, JsonDepthError, JsonSyntaxError, WireFormatError } from '../core/errors.js';
+import { InputError, JsonDepthError, JsonSyntaxError, WireFormatError } from '../core/errors.js';
 import type { Prefix, PrefixBuilder } from '../prefix/build-prefix.js';
 import { byteToPosition, parseSpan, scanJson } from '../wire/json-scan.js';
 import {
@@ -12,12 +12,8 @@ import {
   type WireFormat,
 } from '../wire/request-body.js';
 
-/** A file the CLI could not use: the message names the file, and the line and column where known. */
-export class InputError extends CachewardError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CW_INPUT', message, options);
-  }
-}
+/** A file the CLI could not use (core/errors, shared with the capture reader): the message names the file, and the line and column where known. */
+export { InputError };
 
 /** Options for {@link readRequestFile}. */
 export interface ReadRequestOptions {

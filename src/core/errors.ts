@@ -1,4 +1,4 @@
-// Error classes with stable `code`s, shared by every cacheward module.
+// Error classes with stable `code`s, and how any error is told in one line, shared by every cacheward module.
 // Must never carry request secrets (API keys, authorization headers) in a message.
 
 /**
@@ -48,6 +48,16 @@ export class CachewardError extends Error {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
+  }
+}
+
+/**
+ * An input cacheward was given and cannot use (a bad argument, a path that does not exist or cannot be read,
+ * a file that is not what it should be): the message names it and says what to pass.
+ */
+export class InputError extends CachewardError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CW_INPUT', message, options);
   }
 }
 
@@ -107,4 +117,15 @@ export class StreamFormatError extends CachewardError {
     super('CW_STREAM_FORMAT', `event ${eventIndex}: ${detail}`);
     this.eventIndex = eventIndex;
   }
+}
+
+/**
+ * Any error as one line: a Node system error's message already begins with its code (`ENOTDIR: not a
+ * directory, mkdir 'x'`), so the code is added only to a message that lacks it; anything else as a string.
+ */
+export function errorLine(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as NodeJS.ErrnoException).code;
+  if (typeof code !== 'string' || err.message.startsWith(code)) return err.message;
+  return `${code}: ${err.message}`;
 }

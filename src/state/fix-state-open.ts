@@ -1,6 +1,7 @@
 // Opens the file that keeps fix state and conversations across restarts, or, when its folder cannot be made,
 // none: state then lives in memory only (said once, and on the health endpoint). It never stops the proxy.
 
+import { errorLine } from '../core/errors.js';
 import { StateFile } from './state-file.js';
 
 /** What the health endpoint says about fix state. */
@@ -19,8 +20,7 @@ export function openStateFile(
   try {
     return { file: new StateFile({ dir, log }), health: { persisted: true, dir } };
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    const error = e.code ? `${e.code}: ${e.message}` : String(err);
+    const error = errorLine(err);
     log(`fix state is kept in memory only (it will not survive a restart): ${error}`);
     return { file: undefined, health: { persisted: false, dir, error } };
   }

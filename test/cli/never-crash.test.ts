@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -216,6 +216,75 @@ describe('one line, exit 2, no stack trace', () => {
     const f = join(tmp('demo'), 'a-file');
     writeFileSync(f, 'x');
     oneLine(await cli(['demo', '--write', f]), `--write ${f}: a file is there, not a folder`);
+  });
+
+  describe('a file where a folder should be: refused at start-up by the built CLI, before anything listens or runs', () => {
+    /** The built CLI, to its end (a proxy that started anyway is killed after 15 s, failing the exit code). */
+    const built = (args: string[], env: NodeJS.ProcessEnv = {}) => {
+      const r = spawnSync(process.execPath, [bin, ...args], {
+        encoding: 'utf8',
+        timeout: 15_000,
+        env: { ...process.env, ...env },
+      });
+      expect(r.stdout, 'nothing printed on stdout: no URL, so nothing listened').toBe('');
+      return { code: r.status ?? -1, stderr: r.stderr };
+    };
+    const aFile = () => {
+      const f = join(tmp('file-dir'), 'a-file');
+      writeFileSync(f, 'x');
+      return f;
+    };
+
+    it('proxy --dir onto a file, or below one', () => {
+      const f = aFile();
+      oneLine(built(['proxy', '--port', '0', '--dir', f]), `--dir ${f}: a file is there, not a folder`);
+      oneLine(
+        built(['proxy', '--port', '0', '--dir', join(f, 'captures')]),
+        `--dir ${join(f, 'captures')}: ${f} is a file, not a folder`,
+      );
+    });
+
+    it('run --dir onto a file: the command is not run', () => {
+      const f = aFile();
+      const ran = join(tmp('ran'), 'ran');
+      const r = built([
+        'run',
+        '--sim',
+        '--dir',
+        f,
+        '--',
+        process.execPath,
+        '-e',
+        `require('fs').writeFileSync(${JSON.stringify(ran)}, '')`,
+      ]);
+      oneLine(r, `--dir ${f}: a file is there, not a folder`);
+      expect(existsSync(ran)).toBe(false);
+    });
+
+    it('the default capture folder a file ($XDG_STATE_HOME/cacheward)', () => {
+      const state = tmp('state');
+      writeFileSync(join(state, 'cacheward'), 'x');
+      oneLine(
+        built(['proxy', '--port', '0'], { XDG_STATE_HOME: state }),
+        `the default capture folder ${join(state, 'cacheward')}: a file is there, not a folder; move it away, or pass --dir FOLDER`,
+      );
+    });
+
+    it('--ca-dir onto a file: ca, and proxy --forward', () => {
+      const f = aFile();
+      oneLine(built(['ca', '--ca-dir', f]), `--ca-dir ${f}: a file is there, not a folder`);
+      oneLine(
+        built(['proxy', '--port', '0', '--forward', '--ca-dir', f, '--dir', tmp('fwd')]),
+        `--ca-dir ${f}: a file is there, not a folder`,
+      );
+    });
+
+    it('a folder that does not exist yet is still created', async () => {
+      const dir = join(tmp('new'), 'a', 'b');
+      const r = await cli(['run', '--sim', '--no-warm-up', '--dir', dir, '--', process.execPath, '-e', '0']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(existsSync(dir)).toBe(true);
+    });
   });
 
   it('sim and proxy on a port in use', async () => {

@@ -79,7 +79,9 @@ describe('--fix with a folder that cannot be written', () => {
       expect(health.status).toBe('degraded');
       expect(health.fixState).toMatchObject({ persisted: false, error: expect.stringMatching(/ENOTDIR/) });
       expect(logs.filter((l) => l.includes('fix state'))).toEqual([
-        expect.stringMatching(/^fix state is kept in memory only \(it will not survive a restart\): ENOTDIR/),
+        expect.stringMatching(
+          /^fix state is kept in memory only \(it will not survive a restart\): ENOTDIR: not a directory/,
+        ),
       ]);
     } finally {
       await p.close();

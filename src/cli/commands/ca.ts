@@ -5,6 +5,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { LocalCa } from '../../proxy/local-ca.js';
+import { refuseFileAsFolder } from '../folder-option.js';
 import type { CliIO } from '../io.js';
 import { InputError } from '../read-request-file.js';
 import { shellQuote } from '../shell-quote.js';
@@ -18,6 +19,7 @@ export function registerCa(program: Command, io: CliIO, setExit: (code: number) 
     .option('--ca-dir <dir>', 'the CA folder (default $XDG_STATE_HOME/cacheward/ca)')
     .option('--json', 'print {cert, created, fingerprint, notAfter} as JSON')
     .action((opts: { caDir?: string; json?: boolean }) => {
+      if (opts.caDir !== undefined) refuseFileAsFolder('--ca-dir', opts.caDir);
       let ca: LocalCa;
       try {
         ca = LocalCa.open(opts.caDir ? { dir: opts.caDir } : {});

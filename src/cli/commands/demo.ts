@@ -2,7 +2,7 @@
 // request pairs, one per bust class. Part two: a scripted agent session through the proxy into the
 // simulator, and its report. It needs no network and no API key; it keeps files only when asked.
 
-import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
@@ -18,6 +18,7 @@ import { comparePrefixes } from '../../prefix/first-divergence.js';
 import { analyzePaths } from '../../report/analyze-paths.js';
 import { renderTerminalReport } from '../../report/terminal-report.js';
 import { EXIT_FINDING, EXIT_OK } from '../exit-codes.js';
+import { refuseFileAsFolder } from '../folder-option.js';
 import { type CliIO, styles } from '../io.js';
 import { InputError } from '../read-request-file.js';
 
@@ -142,11 +143,7 @@ export function registerDemo(program: Command, io: CliIO, setExit: (code: number
 
 /** A folder the demo may write into: created when missing (with `mode`), refused (one line) when a file is in the way. */
 async function writableFolder(flag: string, dir: string, mode?: number): Promise<void> {
-  const s = await stat(dir).catch(() => undefined);
-  if (s && !s.isDirectory())
-    throw new InputError(
-      `${flag} ${dir}: a file is there, not a folder; pass a folder (it is created if missing)`,
-    );
+  refuseFileAsFolder(flag, dir);
   try {
     await mkdir(dir, { recursive: true, ...(mode !== undefined ? { mode } : {}) });
   } catch (err) {
