@@ -506,6 +506,15 @@ export class Analyzer {
     return drainSteps(this.addSteps(r));
   }
 
+  /**
+   * Whether the conversation model still holds this request, so a later request can continue it. A bounded
+   * analysis forgets a conversation its provider's cache can no longer hold, and any past its bounds: a
+   * reader that can give the history again (`cacheward watch`) asks before handing on a later call.
+   */
+  remembers(id: string): boolean {
+    return this.conversations.holds(id);
+  }
+
   /** Counts a fix's notes on a request it left as sent (at most {@link MAX_FIX_NOTES} distinct ones). */
   private noteLeftAsSent(fix: string, notes: readonly string[]): void {
     for (const note of notes) {

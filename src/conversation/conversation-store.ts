@@ -269,6 +269,10 @@ export class MemoryConversationStore implements ConversationStore {
   request(id: string): RequestNode | undefined {
     return this.requests.get(id);
   }
+  /** Whether the request is still held (a later one can be related to it), without making it the youngest. */
+  holds(id: string): boolean {
+    return this.requests.peek(id) !== undefined;
+  }
   putRequest(node: RequestNode): void {
     const listed = this.listedUnder.get(node.id);
     if (listed !== node.conversation) {

@@ -189,6 +189,11 @@ export class LiveAnalysis {
     drainSteps(this.observeSteps(record));
   }
 
+  /** Whether the analyzer still holds this request's place in its conversation (see `Analyzer.remembers`). */
+  remembers(id: string): boolean {
+    return this.analyzer.remembers(id);
+  }
+
   /** Another proxy's record: the analyzer learns from it (conversations, cache, parents); no row. */
   private *observeSteps(record: CaptureRecord): Generator<void, void> {
     yield* this.line.run(this.analyzer.addSteps(withCappedLabels(record)));

@@ -79,6 +79,7 @@ export async function startWatch(o: WatchOptions): Promise<CachewardWatch> {
       metrics.record(record.provider, record.model ?? 'unknown', record.status, record.usage?.normalized);
       await runStepped(live.addSteps(record));
     },
+    remembers: (id) => live.remembers(id),
     warn: (line) => log.warn(line),
     say: (line) => log.info(line),
   });

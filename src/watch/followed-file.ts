@@ -44,6 +44,11 @@ export class FollowedFile {
   atEnd = false;
   /** No call of the file is expected to start before this (its last call's start, or its first time). */
   nextStart = Number.NEGATIVE_INFINITY;
+  /**
+   * The latest of its calls handed on that the analysis took into a conversation: while the analysis still
+   * holds it, the file's history is there for its next call.
+   */
+  previous: string | undefined;
   private offset = 0;
   private ino = -1;
   private dev = -1;
@@ -54,6 +59,11 @@ export class FollowedFile {
     this.path = o.path;
     this.lines = o.lines();
     this.lastGrowth = o.lastGrowth;
+  }
+
+  /** A reader of the same file from its start, with a new adapter (to give its history again). */
+  fromStart(): FollowedFile {
+    return new FollowedFile({ path: this.path, lines: this.o.lines, lastGrowth: this.lastGrowth });
   }
 
   /** The file as last looked at (modification time, size, inode): a file let go is taken up when it changes. */

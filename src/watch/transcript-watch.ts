@@ -4,6 +4,7 @@
 
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { isTurn } from '../analyze/analyze-captures.js';
 import { LruMap } from '../core/lru-map.js';
 import type { CaptureRecord } from '../record/capture-record.js';
 import { SourceRecords } from '../sources/source-records.js';
@@ -44,8 +45,18 @@ export interface TranscriptWatchOptions {
   /** Files followed at once; past it, those done for now are let go (default 200). */
   maxFiles?: number;
   now?: () => number;
-  /** Every call, once, in start order: `shown` when it started at or after the cutoff. */
+  /**
+   * Every call, once, in start order: `shown` when it started at or after the cutoff. A file's earlier calls
+   * come again (not shown) before its next one when the analysis forgot them (see `remembers`).
+   */
   onRecord: (record: CaptureRecord, shown: boolean) => void | Promise<void>;
+  /**
+   * Whether the analysis still holds a call handed on (its conversation model does). Before a file's next
+   * call, the latest call of that file it took in is asked about: once forgotten (a session idle for longer
+   * than its provider's cache lives, while others went on), the file's earlier calls it no longer holds are
+   * handed on again as context, from the file's start, as the report would have them. Without it, never.
+   */
+  remembers?: (id: string) => boolean;
   /** A transcript's own warning (`file:line: message`), each once. */
   warn: (line: string) => void;
   /** What the watch is doing: a path waited for or found, a file read again. */
@@ -56,13 +67,19 @@ export interface TranscriptWatchOptions {
 export interface TranscriptWatchStatus {
   /** The files already there at start have been read. */
   ready: boolean;
+  /** Files followed now (at most the bound; the others are taken up again when they change). */
   files: number;
+  /** Files read from their start since the watch began (a file let go and taken up again counts again). */
+  read: number;
   /** Followed files whose last line is not ended yet (waited for up to the settle time). */
   partialLines: number;
   folders: number;
   waiting: string[];
-  /** `held`: calls read and waiting for an earlier-started call of another file to be answered. */
-  calls: { shown: number; context: number; duplicates: number; held: number };
+  /**
+   * `held`: calls read and waiting for an earlier-started call of another file to be answered; `recalled`:
+   * earlier calls handed on again as context, for a file whose history the analysis had forgotten.
+   */
+  calls: { shown: number; context: number; duplicates: number; held: number; recalled: number };
   restarts: number;
   warnings: number;
 }
@@ -71,15 +88,26 @@ type Kind = 'claude-code' | 'codex';
 
 export class TranscriptWatch {
   private readonly files = new Map<string, FollowedFile>();
-  /** Files looked at and not followed, by how they were (followed again only once that changes). */
-  private readonly passed = new Map<string, string>();
+  /**
+   * Files looked at and not followed, by how they were (followed again only once that changes), and for a
+   * file let go, the latest call of it the analysis took in.
+   */
+  private readonly passed = new Map<string, { key: string; previous?: string }>();
   private readonly seen = new LruMap<true>(SEEN_IDS);
   private readonly warned = new LruMap<true>(WARNED);
   private readonly sources = new SourceRecords();
   private readonly folders: FolderWatch;
   private readonly waiting = new Set<string>();
   private readonly rootFiles = new Set<string>();
-  private readonly counts = { shown: 0, context: 0, duplicates: 0, restarts: 0, warnings: 0 };
+  private readonly counts = {
+    shown: 0,
+    context: 0,
+    duplicates: 0,
+    recalled: 0,
+    read: 0,
+    restarts: 0,
+    warnings: 0,
+  };
   private readonly now: () => number;
   /** Where every read goes (one read is under way at a time). */
   private readonly scratch = Buffer.allocUnsafe(CHUNK);
@@ -127,6 +155,7 @@ export class TranscriptWatch {
     return {
       ready: this.ready,
       files: this.files.size,
+      read: this.counts.read,
       partialLines: [...this.files.values()].filter((f) => f.lines.partial).length,
       folders: this.folders.watching,
       waiting: [...this.waiting],
@@ -135,6 +164,7 @@ export class TranscriptWatch {
         context: this.counts.context,
         duplicates: this.counts.duplicates,
         held: this.heldCalls,
+        recalled: this.counts.recalled,
       },
       restarts: this.counts.restarts,
       warnings: this.counts.warnings,
@@ -239,16 +269,20 @@ export class TranscriptWatch {
     if (!s.isFile() || (!this.rootFiles.has(path) && !mayBeTranscript(basename(path)))) return;
     if (s.mtimeMs < this.o.cutoff) return;
     const key = `${s.mtimeMs}:${s.size}:${s.ino}`;
-    if (this.passed.get(path) === key) return;
+    const before = this.passed.get(path);
+    if (before?.key === key) return;
     const kind = await fileKind(path).catch(() => undefined);
     // A file whose first lines do not tell yet is looked at again when it changes.
     if (kind !== 'claude-code' && kind !== 'codex') {
-      this.passed.set(path, key);
+      this.passed.set(path, { key });
       return;
     }
     this.passed.delete(path);
     const first = await transcriptStart(path).catch(() => undefined);
-    due.add(this.follow(path, kind, s.mtimeMs, first ?? Number.NEGATIVE_INFINITY));
+    const f = this.follow(path, kind, s.mtimeMs, first ?? Number.NEGATIVE_INFINITY);
+    // Taken up again: its calls counted already are passed over, and its history is asked about at the next.
+    f.previous = before?.previous;
+    due.add(f);
   }
 
   private follow(path: string, kind: Kind, lastGrowth: number, first: number): FollowedFile {
@@ -269,6 +303,7 @@ export class TranscriptWatch {
     const f = new FollowedFile({ path, lines, lastGrowth, onRestart });
     f.nextStart = first;
     this.files.set(path, f);
+    this.counts.read++;
     return f;
   }
 
@@ -312,9 +347,11 @@ export class TranscriptWatch {
       const record = best.queue.shift() as CaptureRecord;
       if (Number.isFinite(record.times.start)) best.nextStart = record.times.start;
       const shown = record.times.start >= this.o.cutoff;
+      await this.recall(best, record, now);
       if (shown) this.counts.shown++;
       else this.counts.context++;
       await this.o.onRecord(record, shown);
+      if (this.o.remembers?.(record.id)) best.previous = record.id;
       if (best.queue.length) continue;
       await this.fill(best, now);
       if (best.queue.length) continue;
@@ -377,6 +414,34 @@ export class TranscriptWatch {
     }
   }
 
+  /**
+   * Before a file's next call: when the analysis no longer holds the latest call of that file it took in, the
+   * file's earlier calls it does not hold are handed on again as context, in the file's order (read from its
+   * start by a new adapter, up to that next call), so the call is related to its history as in the report.
+   * Only the file that grew is read again, once for each time its history was forgotten.
+   */
+  private async recall(f: FollowedFile, next: CaptureRecord, now: number): Promise<void> {
+    const remembers = this.o.remembers;
+    const previous = f.previous;
+    if (!remembers || previous === undefined || remembers(previous)) return;
+    f.previous = undefined;
+    const reader = f.fromStart();
+    while (!this.closed) {
+      const look = await reader.read(now, this.scratch).catch(() => 'gone' as const);
+      if (look === 'gone') return;
+      for (const req of reader.lines.ready ? reader.lines.take() : []) {
+        if (req.id === next.id) return;
+        if (remembers(req.id)) continue;
+        const earlier = this.sources.record(req);
+        // A call that is no turn (refused, count_tokens) was never held: it was handed on once already.
+        if (!isTurn(earlier)) continue;
+        this.counts.recalled++;
+        await this.o.onRecord(earlier, false);
+      }
+      if (reader.atEnd) return;
+    }
+  }
+
   /** Lets go of a file done for now when more are followed than the bound (it is read again if it changes). */
   private letGoIfOver(f: FollowedFile, now: number): void {
     if (this.files.size > (this.o.maxFiles ?? MAX_FILES) && this.settled(f, now)) this.letGo(f);
@@ -399,6 +464,9 @@ export class TranscriptWatch {
 
   private letGo(f: FollowedFile): void {
     this.files.delete(f.path);
-    this.passed.set(f.path, f.statKey);
+    this.passed.set(f.path, {
+      key: f.statKey,
+      ...(f.previous !== undefined ? { previous: f.previous } : {}),
+    });
   }
 }

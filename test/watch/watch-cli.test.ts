@@ -2,7 +2,7 @@
 // routes (a foreign Host or a page on another site refused), options checked before anything listens, a folder
 // waited for with one line, and a clean stop on SIGINT.
 
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -104,6 +104,44 @@ describe('cacheward watch, the command', () => {
     watch.child.kill('SIGINT');
     expect(await watch.exited).toBe(0);
     expect(watch.stderr()).toContain('cacheward watch: stopped; 0 calls shown');
+  });
+});
+
+describe('cacheward watch, the first read', () => {
+  it('says how many transcripts it read and, past the bound, how many of them it goes on following', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'cacheward-watch-cli-'));
+    const project = join(root, 'projects', '-work-project');
+    mkdirSync(project, { recursive: true });
+    // 201 sessions of one prompt each (no call yet), last written a minute ago: all read, 200 followed.
+    const minuteAgo = new Date(Date.now() - 60_000);
+    for (let i = 0; i < 201; i++) {
+      const id = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+      const file = join(project, `${id}.jsonl`);
+      const line = {
+        type: 'user',
+        uuid: id,
+        parentUuid: null,
+        sessionId: id,
+        timestamp: minuteAgo.toISOString(),
+        message: { role: 'user', content: 'a prompt' },
+      };
+      writeFileSync(file, `${JSON.stringify(line)}\n`);
+      utimesSync(file, minuteAgo, minuteAgo);
+    }
+    const w = await startWatchCli([join(root, 'projects'), '--settle', '1s'], { HOME: root });
+    try {
+      const line = await waitFor(
+        'the first-read line',
+        async () => w.stderr().match(/cacheward watch: read .*\n/)?.[0],
+      );
+      expect(line).toMatch(
+        /^cacheward watch: read 201 transcripts changed since \S+ \(0 calls shown, 0 earlier read for context\); following 200 of them for new lines \(the most followed at once; the others are read again when they change\)\n$/,
+      );
+      expect((await healthOf(w.url)).transcripts).toMatchObject({ files: 200, read: 201 });
+    } finally {
+      await w.stop();
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 

@@ -131,8 +131,13 @@ export function registerWatch(program: Command, io: CliIO, setExit: (code: numbe
       watch.start().then(
         () => {
           const t = watch.health().transcripts;
+          // Past the bound, the files done for now were let go as they were read: say both counts.
+          const following =
+            t.files >= t.read
+              ? 'following them for new lines'
+              : `following ${t.files} of them for new lines (the most followed at once; the others are read again when they change)`;
           io.err(
-            `cacheward watch: read ${t.files} transcript${t.files === 1 ? '' : 's'} changed since ${since} (${t.calls.shown} call${t.calls.shown === 1 ? '' : 's'} shown, ${t.calls.context} earlier read for context); following them for new lines`,
+            `cacheward watch: read ${t.read} transcript${t.read === 1 ? '' : 's'} changed since ${since} (${t.calls.shown} call${t.calls.shown === 1 ? '' : 's'} shown, ${t.calls.context} earlier read for context); ${following}`,
           );
         },
         (err) => io.err(`cacheward watch: reading the transcripts failed: ${(err as Error).message}`),
