@@ -1,7 +1,7 @@
 // The built CLI with its stdout redirected to a file that cannot take it all: a file-size limit (ulimit -f,
 // which cuts a write short as a full disk does, then refuses the rest) and, where mount is allowed, a full tmpfs.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -33,6 +33,21 @@ describe('stdout to a file that cannot take it all', () => {
         ),
       ),
     ]);
+  });
+
+  it('report --html FILE that cannot be written whole leaves the report there before as it was, and no temp', async () => {
+    const { dir } = await fullCapture();
+    const folder = mkdtempSync(join(tmpdir(), 'cacheward-html-'));
+    const html = join(folder, 'report.html');
+    writeFileSync(html, '<p>the good report of yesterday</p>\n');
+    // 1 KB: the new report's write is cut short, as on a nearly full disk.
+    const r = toFile(['report', dir, '--html', html], join(tmpdir(), 'ignored.txt'), 'ulimit -f 1;');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(
+      new RegExp(`^cacheward: --html ${html}: cannot write: EFBIG: .*; nothing there was changed\\n$`),
+    );
+    expect(readFileSync(html, 'utf8')).toBe('<p>the good report of yesterday</p>\n');
+    expect(readdirSync(folder)).toEqual(['report.html']);
   });
 
   describe('on a full tmpfs', () => {
