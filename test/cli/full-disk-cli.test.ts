@@ -1,5 +1,5 @@
-// The built CLI with its stdout redirected to a file that cannot take it all: a file-size limit (ulimit -f,
-// which cuts a write short as a full disk does, then refuses the rest) and, where mount is allowed, a full tmpfs.
+// The built CLI on a disk that cannot take what it writes: a file-size limit (ulimit -f, which cuts a write short
+// as a full disk does, then refuses the rest) and, where mount is allowed, a full tmpfs.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -72,5 +72,25 @@ describe('stdout to a file that cannot take it all', () => {
         expect(readFileSync(out).length).toBeLessThan(60 * 1024);
       },
     );
+  });
+});
+
+describe('run --sim --agent-home DIR on a full disk', () => {
+  it('one line naming the file it could not write, exit 2, no temp or lock file left (was: a stack)', () => {
+    const home = mkdtempSync(join(tmpdir(), 'cacheward-home-'));
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-home-captures-'));
+    // A zero file-size limit: every write fails, the first being the folder's lock file.
+    const r = toFile(
+      ['run', '--sim', '--no-warm-up', '--dir', dir, '--agent-home', home, '--', 'true'],
+      '/dev/null',
+      'ulimit -f 0;',
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^cacheward: run --sim: cannot set up the agents' homes in --agent-home ${home}: writing ${home}/\\.cacheward-run\\.pid: EFBIG: file too large, write\\n$`,
+      ),
+    );
+    expect(readdirSync(home)).toEqual([]);
   });
 });
