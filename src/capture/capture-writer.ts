@@ -284,6 +284,9 @@ export class CaptureWriter {
   async close(): Promise<void> {
     this.closed = true;
     await this.flush();
+    // Exchanges lost while writes failed, with no record written since to carry their marker: one more
+    // try at the stop (the disk may have room again); a report on the files can count them only then.
+    if (this.untold.pending) await this.writeMarker();
     await this.closeFile();
   }
 
@@ -379,16 +382,20 @@ export class CaptureWriter {
     }
     // Drops counted after the last batch was made: said now, in a line of their own. Not while writes fail
     // (a file opened for it would only be removed again): the next record's batch says it then.
-    const marker = this.status.state === 'degraded' ? undefined : this.untold.take();
-    if (marker) {
-      try {
-        if (!this.handle) await this.rotate();
-        const line = markerLine(marker);
-        await this.commit([line], line.length, 0);
-      } catch (err) {
-        this.untold.restore(marker);
-        await this.failed(err, 0);
-      }
+    if (this.status.state !== 'degraded') await this.writeMarker();
+  }
+
+  /** Writes what is not captured and not yet said, in a line of its own. */
+  private async writeMarker(): Promise<void> {
+    const marker = this.untold.take();
+    if (!marker) return;
+    try {
+      if (!this.handle) await this.rotate();
+      const line = markerLine(marker);
+      await this.commit([line], line.length, 0);
+    } catch (err) {
+      this.untold.restore(marker);
+      await this.failed(err, 0);
     }
   }
 

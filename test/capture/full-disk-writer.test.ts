@@ -1,6 +1,6 @@
 // The capture writer on a full disk, through the one seam it has to the disk (node:fs/promises' open): a
 // file whose writes the disk refuses (ENOSPC) or takes only in part (a short write), as a full tmpfs does.
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
@@ -78,5 +78,25 @@ describe('the capture writer on a full disk', () => {
     await w.flush();
     expect(w.state()).toMatchObject({ state: 'ok', written: 1, failed: 1, unmarked: 0 });
     await w.close();
+  });
+
+  it('marks the exchanges it lost at the stop, if the disk has room again by then', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-full-writer-'));
+    disk.mode = 'enospc';
+    const w = new CaptureWriter({ dir, mode: 'hashes', clock: new VirtualClock() });
+    for (let i = 0; i < 2; i++) w.write(bareRecord(`lost${i}`, 's'));
+    await w.flush();
+    expect(w.state()).toMatchObject({ failed: 2, unmarked: 2 });
+    disk.mode = 'ok';
+    await w.close();
+    expect(w.state().unmarked).toBe(0);
+    const files = readdirSync(dir);
+    expect(files).toHaveLength(1);
+    const lines = readFileSync(join(dir, files[0] as string), 'utf8')
+      .trim()
+      .split('\n');
+    expect(lines.map((l) => JSON.parse(l))).toEqual([
+      expect.objectContaining({ cacheward: 'not_captured', exchanges: 2, failed: 2, dropped: 0 }),
+    ]);
   });
 });
