@@ -1,5 +1,5 @@
 // `cacheward run [options] -- COMMAND…`: the agent under an in-process loopback proxy (--sim: and simulator).
-// It exits with the agent's code (2 if 0 but capture lost some) and summarizes this run's captures only; never touches its stdio.
+// It exits with the agent's code (2 if 0 but capture lost some unsaid) and summarizes this run's captures only; never touches its stdio.
 
 import { basename } from 'node:path';
 import type { Command } from 'commander';
@@ -145,8 +145,9 @@ direct; in forward mode the forward proxy itself tunnels loopback only), and CLA
 proxy variables is not contained by its environment. stdio is the agent's;
 cacheward writes only to stderr. SIGTERM, SIGHUP and SIGUSR2 are passed on; SIGINT and SIGQUIT too
 unless stdin is a terminal (Ctrl-C reaches the agent directly). The exit code is the agent's (128 + N
-when signal N ended it), or 2 when the agent exited 0 but exchanges were not captured (a full disk): the
-summary then covers only what was captured and says how many were not.
+when signal N ended it), or 2 when the agent exited 0 but exchanges were not captured and the disk had no
+room even to mark them (a full disk to the end): the summary covers only what was captured and says how
+many were not.
 
   cacheward run --sim -- claude -p "fix the failing test"
   cacheward run --fix tools-freeze --capture full -- codex exec "summarize this repo"`,
@@ -228,8 +229,9 @@ summary then covers only what was captured and says how many were not.
         );
         const refused = guard?.attempts() ?? [];
         await stop();
-        // What the capture writer lost (a full disk): the summary says it, and an agent that succeeded
-        // does not make the run look clean (exit 2, docs/cli.md); an agent's own failure keeps its code.
+        // What the capture writer lost (a full disk): the summary says it. Lost with no marker in the files
+        // (the disk full to the end), a later report would look clean: an agent that succeeded does not make
+        // the run look so either (exit 2, docs/cli.md); an agent's own failure keeps its code.
         const capture = proxy.health().capture;
         const lost = capture.failed + capture.dropped;
         if (opts.summary) {
@@ -250,7 +252,7 @@ summary then covers only what was captured and says how many were not.
           if (homes?.kept)
             io.err(`  the agents' own transcripts: cacheward report ${shellQuote(homes.root)}`);
         } else if (lost) io.err(s.yellow(`cacheward run: ${notCapturedSentence(capture)}`));
-        setExit(exit.code === 0 && lost ? EXIT_USAGE : exit.code);
+        setExit(exit.code === 0 && capture.unmarked ? EXIT_USAGE : exit.code);
       } catch (err) {
         await stop().catch(() => {});
         throw err;
