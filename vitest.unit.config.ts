@@ -15,6 +15,7 @@ const BUILT = [
   'test/cli/proxy-token.test.ts',
   'test/cli/proxy-warm-up.test.ts',
   'test/cli/run.test.ts',
+  'test/cli/full-disk-cli.test.ts',
   'test/guard/cas-reliability.test.ts',
   'test/guard/guard.test.ts',
   'test/proxy/live-bounds.test.ts',

@@ -76,6 +76,11 @@ export interface CaptureState {
    * it within its time bound (the record is whole otherwise: the report counts the exchange; replay skips it).
    */
   bodiesDropped: number;
+  /**
+   * Of `dropped` + `failed`: exchanges whose not-captured marker is not on disk yet (the disk refused it
+   * too). Only the stop line and health can say them: a report on the files cannot count them.
+   */
+  unmarked: number;
 }
 
 /** The bodies of an exchange, for full mode: what went upstream, and what the client sent if a fix changed it. */
@@ -175,6 +180,7 @@ export class CaptureWriter {
       dropped: 0,
       failed: 0,
       bodiesDropped: 0,
+      unmarked: 0,
     };
     // The first file is opened now (unless asked otherwise), not when the first record is due: under a burst, opening it then took
     // hundreds of milliseconds of event-loop turns while every record waited in memory.
@@ -189,7 +195,7 @@ export class CaptureWriter {
   }
 
   state(): CaptureState {
-    return { ...this.status, ...(this.file ? { file: this.file } : {}) };
+    return { ...this.status, unmarked: this.untold.count, ...(this.file ? { file: this.file } : {}) };
   }
 
   /**
@@ -278,6 +284,9 @@ export class CaptureWriter {
   async close(): Promise<void> {
     this.closed = true;
     await this.flush();
+    // Exchanges lost while writes failed, with no record written since to carry their marker: one more
+    // try at the stop (the disk may have room again); a report on the files can count them only then.
+    if (this.untold.pending) await this.writeMarker();
     await this.closeFile();
   }
 
@@ -287,8 +296,11 @@ export class CaptureWriter {
     this.handle = undefined;
     this.letNameGo();
     await h?.close().catch(() => {});
-    // A file opened in advance that no record reached is not left behind.
-    if (unused) await unlink(unused).catch(() => {});
+    // A file opened in advance that no record reached is not left behind (nor named by health).
+    if (unused) {
+      this.file = undefined;
+      await unlink(unused).catch(() => {});
+    }
   }
 
   /** Writes everything queued, in as few batches as the rotation size and --max-mb allow. */
@@ -370,16 +382,20 @@ export class CaptureWriter {
     }
     // Drops counted after the last batch was made: said now, in a line of their own. Not while writes fail
     // (a file opened for it would only be removed again): the next record's batch says it then.
-    const marker = this.status.state === 'degraded' ? undefined : this.untold.take();
-    if (marker) {
-      try {
-        if (!this.handle) await this.rotate();
-        const line = markerLine(marker);
-        await this.commit([line], line.length, 0);
-      } catch (err) {
-        this.untold.restore(marker);
-        await this.failed(err, 0);
-      }
+    if (this.status.state !== 'degraded') await this.writeMarker();
+  }
+
+  /** Writes what is not captured and not yet said, in a line of its own. */
+  private async writeMarker(): Promise<void> {
+    const marker = this.untold.take();
+    if (!marker) return;
+    try {
+      if (!this.handle) await this.rotate();
+      const line = markerLine(marker);
+      await this.commit([line], line.length, 0);
+    } catch (err) {
+      this.untold.restore(marker);
+      await this.failed(err, 0);
     }
   }
 
@@ -417,8 +433,12 @@ export class CaptureWriter {
     const { bytesWritten } = await h.writev(lines);
     this.fileBytes += bytesWritten;
     this.folderBytes += bytesWritten;
+    // A regular file takes fewer bytes than given only when its disk (or quota) has no room left.
     if (bytesWritten !== bytes)
-      throw new CachewardError('CW_CAPTURE_WRITE', `short write (${bytesWritten} of ${bytes} bytes)`);
+      throw new CachewardError(
+        'CW_CAPTURE_WRITE',
+        `the disk is full: ${this.file} took ${bytesWritten} of ${bytes} bytes`,
+      );
     this.status.written += count;
     if (this.status.state === 'degraded') {
       this.status.state = 'ok';
@@ -430,7 +450,7 @@ export class CaptureWriter {
   /** Counts the records as failed once the broken file is closed (and removed if empty): health never
    * reports a failure whose empty file is still in the folder. */
   private async failed(err: unknown, records: number): Promise<void> {
-    const message = errorLine(err);
+    const message = writeError(err, this.file);
     if (this.status.state !== 'degraded') this.log(`capture degraded, traffic continues: ${message}`);
     this.status.state = 'degraded';
     this.status.error = message;
@@ -443,7 +463,11 @@ export class CaptureWriter {
     this.createdEmpty = false;
     this.bases.clear();
     await h?.close().catch(() => {});
-    if (emptyFile) await unlink(emptyFile).catch(() => {});
+    if (emptyFile) {
+      // Health names no file that is gone.
+      if (this.file === emptyFile) this.file = undefined;
+      await unlink(emptyFile).catch(() => {});
+    }
     this.status.failed += records;
     this.untold.add('failed', records, this.opts.clock.now());
   }
@@ -570,6 +594,19 @@ export class CaptureWriter {
       this.log(`capture: removed ${name} to stay under --max-mb`);
     }
   }
+}
+
+/**
+ * A write error as one line: its code once (Node's messages start with it already: `ENOSPC: no space left
+ * on device, write`), `ENOSPC` said as the full disk it is, and the file named when the message does not.
+ */
+export function writeError(err: unknown, file: string | undefined): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  let text = errorLine(err);
+  if (code === 'ENOSPC' || code === 'EDQUOT') text = `the disk is full (${text})`;
+  // An error of open or mkdir names its own path already.
+  if ((err as NodeJS.ErrnoException).path !== undefined) return text;
+  return file && !text.includes(file) ? `${text}, writing ${file}` : text;
 }
 
 /** A marker as its line. */

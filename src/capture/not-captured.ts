@@ -39,6 +39,11 @@ export class NotCapturedTally {
 
   constructor(private readonly idPrefix: string) {}
 
+  /** Exchanges counted and not yet in a marker on disk. */
+  get count(): number {
+    return this.dropped + this.failed;
+  }
+
   get pending(): boolean {
     return this.dropped + this.failed > 0;
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The `cacheward` executable: runs the CLI and exits with its code; a reader that went away (EPIPE) ends it quietly.
+// The `cacheward` executable: runs the CLI and exits with its code; a reader gone (EPIPE) ends it quietly, a cut stdout file with exit 2.
 // Nothing else lives here, so every command can be tested in-process through runCli.
 
+import { processIO } from './io.js';
 import { runCli } from './program.js';
 import { endWhenIdle, requestStop } from './stop-signal.js';
 
@@ -21,9 +22,18 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
 // Nobody reads stderr any more: keep going silently rather than crash on a diagnostic.
 process.stderr.on('error', () => {});
 
-runCli(process.argv.slice(2)).then(
+// Stdout to a file that cannot take it all (a full disk): one line, exit 2, and a server stops (io.ts).
+let outFailed = false;
+const io = processIO((why) => {
+  if (outFailed) return;
+  outFailed = true;
+  process.stderr.write(`cacheward: cannot write to ${why}\n`);
+  requestStop('stdout');
+});
+
+runCli(process.argv.slice(2), io).then(
   (code) => {
-    process.exitCode = stdoutClosed ? 0 : code;
+    process.exitCode = outFailed ? 2 : stdoutClosed ? 0 : code;
     endWhenIdle();
   },
   (err: unknown) => {

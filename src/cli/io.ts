@@ -1,5 +1,7 @@
 // Where the CLI writes, and how it colours: one small object so commands can be run and tested in-process.
-// It never colours when NO_COLOR is set or the stream is not a terminal.
+// It never colours when NO_COLOR is set or the stream is not a terminal, nor lets a cut-short stdout file pass.
+
+import { fstatSync, readlinkSync, writeSync } from 'node:fs';
 
 /** The streams a command writes to, and whether colour is on. */
 export interface CliIO {
@@ -9,15 +11,71 @@ export interface CliIO {
   readonly stdin: NodeJS.ReadableStream;
 }
 
-/** The process's own streams. Colour follows NO_COLOR (https://no-color.org) and whether stdout is a TTY. */
-export function processIO(): CliIO {
+/**
+ * The process's own streams. Colour follows NO_COLOR (https://no-color.org) and whether stdout is a TTY.
+ * Stdout redirected to a file is written with a check of every count (Node's own stream for a file ignores
+ * a short write: `report --json > FILE` on a full disk left a cut file and exit 0): the first write that
+ * fails calls `onOutFailed` once with why, and nothing more is written to it.
+ */
+export function processIO(onOutFailed: (why: string) => void = () => {}): CliIO {
   const noColor = process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '';
+  const toFile = stdoutIsFile();
+  let failed = false;
   return {
-    out: (line) => process.stdout.write(`${line}\n`),
+    out: (line) => {
+      if (!toFile) {
+        process.stdout.write(`${line}\n`);
+        return;
+      }
+      if (failed) return;
+      const why = writeWhole(1, Buffer.from(`${line}\n`));
+      if (why === undefined) return;
+      failed = true;
+      onOutFailed(`${stdoutName()}: ${why}; the output there is cut short`);
+    },
     err: (line) => process.stderr.write(`${line}\n`),
     color: !noColor && process.stdout.isTTY === true,
     stdin: process.stdin,
   };
+}
+
+function stdoutIsFile(): boolean {
+  try {
+    return fstatSync(1).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The file stdout goes to, where the system says (Linux), else "stdout". */
+function stdoutName(): string {
+  try {
+    return `stdout (${readlinkSync('/proc/self/fd/1')})`;
+  } catch {
+    return 'stdout';
+  }
+}
+
+/** Writes all of `buf` to `fd`, or says why not (a regular file takes fewer bytes only when its disk is full). */
+export function writeWhole(
+  fd: number,
+  buf: Buffer,
+  write: (fd: number, buf: Buffer, offset: number, length: number) => number = writeSync,
+): string | undefined {
+  let done = 0;
+  while (done < buf.length) {
+    let n: number;
+    try {
+      n = write(fd, buf, done, buf.length - done);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const full = code === 'ENOSPC' || code === 'EDQUOT' ? 'the disk is full: ' : '';
+      return `${full}cannot write (${(err as Error).message}) after ${done} of ${buf.length} bytes`;
+    }
+    if (n <= 0) return `the disk is full: wrote ${done} of ${buf.length} bytes`;
+    done += n;
+  }
+  return undefined;
 }
 
 /** ANSI styles that turn into plain text when colour is off. */

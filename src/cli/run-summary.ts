@@ -9,22 +9,28 @@ import { shellQuote } from './shell-quote.js';
 
 const n = new Intl.NumberFormat('en-US');
 
-/** The lines of the summary; `reportCommand` is the exact command that reports on this run's captures. */
+/**
+ * The lines of the summary; `reportCommand` is the exact command that reports on this run's captures.
+ * `unmarked`: exchanges not captured that the files hold no marker of (the report on them cannot say them).
+ */
 export function runSummary(
   a: AnalysisResult,
   reportCommand: string[],
   s: TerminalStyles,
   topCauses = 3,
   transport?: string,
+  unmarked = 0,
 ): string[] {
   const t = a.totals;
   const out: string[] = [];
   const hit =
     t.hitRate === null ? 'n/a (no response reported cache fields)' : `${(t.hitRate * 100).toFixed(1)}%`;
   const share = t.cost > 0 ? ` (${((t.waste / t.cost) * 100).toFixed(1)}% of spend)` : '';
+  // Exchanges lost to a full disk: the figures cover only what was captured, and say so first.
+  const partial = (a.generatedFrom.notCaptured ?? 0) > 0 ? ' captured (only these: see below)' : '';
   out.push(
     s.bold(
-      `cacheward run: ${n.format(t.requests)} request${t.requests === 1 ? '' : 's'} in ${n.format(t.sessions)} session${t.sessions === 1 ? '' : 's'}`,
+      `cacheward run: ${n.format(t.requests)} request${t.requests === 1 ? '' : 's'} in ${n.format(t.sessions)} session${t.sessions === 1 ? '' : 's'}${partial}`,
     ),
   );
   if (transport) out.push(transport);
@@ -52,6 +58,8 @@ export function runSummary(
       );
     }
   }
-  out.push(`  full report: ${reportCommand.map(shellQuote).join(' ')}`);
+  out.push(
+    `  full report: ${reportCommand.map(shellQuote).join(' ')}${unmarked ? ` (it cannot count the ${n.format(unmarked)} not captured that the disk had no room to mark)` : ''}`,
+  );
   return out;
 }

@@ -42,35 +42,56 @@ export function runHomesDir(env: NodeJS.ProcessEnv = process.env): string {
  * it at a time (the next run's config.toml would point Codex elsewhere).
  */
 export async function createSimAgentHomes(proxyUrl: string, keepIn?: string): Promise<SimAgentHomes> {
-  let root: string;
-  if (keepIn !== undefined) {
-    if (keepIn.trim() === '') throw new InputError('--agent-home: give the folder to keep the agents in');
-    root = resolve(keepIn);
-    await mkdir(dirname(root), { recursive: true });
-    await ownFolder(root, '--agent-home');
-  } else {
-    await mkdir(runHomesDir(), { recursive: true, mode: 0o700 });
-    await removeLeftBehind(runHomesDir());
-    root = await mkdtemp(join(runHomesDir(), 'homes-'));
+  let root: string | undefined;
+  let locked = false;
+  try {
+    if (keepIn !== undefined) {
+      if (keepIn.trim() === '') throw new InputError('--agent-home: give the folder to keep the agents in');
+      root = resolve(keepIn);
+      await mkdir(dirname(root), { recursive: true });
+      await ownFolder(root, '--agent-home');
+    } else {
+      await mkdir(runHomesDir(), { recursive: true, mode: 0o700 });
+      await removeLeftBehind(runHomesDir());
+      root = await mkdtemp(join(runHomesDir(), 'homes-'));
+    }
+    const at = root;
+    await takeLock(at, keepIn !== undefined);
+    locked = true;
+    const claude = join(at, 'claude');
+    const codex = join(at, 'codex');
+    for (const dir of [claude, codex]) await ownFolder(dir, keepIn === undefined ? 'run' : '--agent-home');
+    await replaceFile(
+      join(codex, 'config.toml'),
+      `# Written by cacheward run --sim for its runs only: Codex answers from the simulator.\nopenai_base_url = ${toml(`${proxyUrl}/v1`)}\n`,
+    );
+    // A config folder of its own is a first start: an interactive Claude Code would run its onboarding,
+    // which checks the real API. Said done, as the user's own config says it.
+    const config = join(claude, '.claude.json');
+    if (!(await exists(config)))
+      await replaceFile(config, `${JSON.stringify({ hasCompletedOnboarding: true })}\n`);
+    const remove = async () => {
+      if (keepIn === undefined) await rm(at, { recursive: true, force: true });
+      else await rm(join(at, LOCK), { force: true });
+    };
+    return { claude, codex, root: at, kept: keepIn !== undefined, remove };
+  } catch (err) {
+    // Nothing of a run that did not start is left: its own folder, or the lock it took in a kept one.
+    if (root !== undefined && keepIn === undefined) await rm(root, { recursive: true, force: true });
+    else if (root !== undefined && locked) await rm(join(root, LOCK), { force: true });
+    if (err instanceof InputError || !(err as NodeJS.ErrnoException).code) throw err;
+    // A full disk (or any refused write): one line naming the file, not a stack (replaceFile names it).
+    throw new InputError(
+      `run --sim: cannot set up the agents' homes${keepIn !== undefined ? ` in --agent-home ${root ?? keepIn}` : ''}: ${ioMessage(err)}`,
+    );
   }
-  await takeLock(root, keepIn !== undefined);
-  const claude = join(root, 'claude');
-  const codex = join(root, 'codex');
-  for (const dir of [claude, codex]) await ownFolder(dir, keepIn === undefined ? 'run' : '--agent-home');
-  await replaceFile(
-    join(codex, 'config.toml'),
-    `# Written by cacheward run --sim for its runs only: Codex answers from the simulator.\nopenai_base_url = ${toml(`${proxyUrl}/v1`)}\n`,
-  );
-  // A config folder of its own is a first start: an interactive Claude Code would run its onboarding,
-  // which checks the real API. Said done, as the user's own config says it.
-  const config = join(claude, '.claude.json');
-  if (!(await exists(config)))
-    await replaceFile(config, `${JSON.stringify({ hasCompletedOnboarding: true })}\n`);
-  const remove = async () => {
-    if (keepIn === undefined) await rm(root, { recursive: true, force: true });
-    else await rm(join(root, LOCK), { force: true });
-  };
-  return { claude, codex, root, kept: keepIn !== undefined, remove };
+}
+
+/** An fs error as one line: ENOSPC said as the full disk it is (Node's message names the path, or replaceFile adds it). */
+function ioMessage(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  const text = (err as Error).message;
+  return code === 'ENOSPC' || code === 'EDQUOT' ? `the disk is full: ${text}` : text;
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -99,12 +120,22 @@ async function ownFolder(path: string, flag: string): Promise<void> {
     );
 }
 
-/** Writes `path` whole by a rename over it (a symbolic link there is replaced, never followed). */
+/**
+ * Writes `path` whole by a rename over it (a symbolic link there is replaced, never followed). On failure
+ * the temp file is removed and the error names `path` (a write's own message names none).
+ */
 async function replaceFile(path: string, text: string): Promise<void> {
   const tmp = `${path}.${process.pid}.tmp`;
-  await rm(tmp, { force: true });
-  await writeFile(tmp, text, { mode: 0o600, flag: 'wx' });
-  await rename(tmp, path);
+  try {
+    await rm(tmp, { force: true });
+    await writeFile(tmp, text, { mode: 0o600, flag: 'wx' });
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => {});
+    const e = err as NodeJS.ErrnoException;
+    e.message = `writing ${path}: ${e.message}`;
+    throw e;
+  }
 }
 
 async function lockHolder(root: string): Promise<number | undefined> {

@@ -8,7 +8,7 @@ import { StateFile } from './state-file.js';
 export interface FixStateHealth {
   persisted: boolean;
   dir?: string;
-  /** Why state is in memory only. */
+  /** Why state is in memory only: its folder could not be made, or (while it lasts) the last save failed. */
   error?: string;
 }
 

@@ -147,16 +147,18 @@ export class MemoryProxyState implements ProxyState {
   }
 
   health(): StateHealth {
+    // Saving that fails now (a full disk) is said as not persisted, with why, until a save works again.
+    const saveError = this.stateFile?.saveError;
+    const fileHealth: FixStateHealth =
+      saveError !== undefined ? { ...this.fileHealth, persisted: false, error: saveError } : this.fileHealth;
     return {
       kind: 'memory',
-      status: this.fileHealth.error !== undefined ? 'degraded' : 'ok',
+      status: fileHealth.error !== undefined ? 'degraded' : 'ok',
       failedOpen: 0,
       outages: 0,
       recomputed: 0,
       notCommitted: 0,
-      ...(this.fileHealth.dir !== undefined || this.fileHealth.persisted
-        ? { fixState: this.fileHealth }
-        : {}),
+      ...(fileHealth.dir !== undefined || fileHealth.persisted ? { fixState: fileHealth } : {}),
     };
   }
 

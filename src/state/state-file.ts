@@ -3,7 +3,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
-import { open, rename } from 'node:fs/promises';
+import { open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConversationSnapshot } from '../conversation/conversation-store.js';
 import { CachewardError } from '../core/errors.js';
@@ -53,6 +53,8 @@ export class StateFile {
   private closed = false;
   private writing: Promise<void> = Promise.resolve();
   private pending: (() => StateWrite | Promise<StateWrite>) | undefined;
+  /** Why the last write failed (a full disk), until one succeeds: said once when it starts, once when it ends. */
+  private failing: string | undefined;
 
   constructor(options: StateFileOptions) {
     mkdirSync(options.dir, { recursive: true, mode: 0o700 });
@@ -60,6 +62,16 @@ export class StateFile {
     this.interval = options.intervalMs ?? 1_000;
     this.log = options.log ?? (() => {});
     this.removeStaleTemps(options.dir);
+  }
+
+  /** The file state is saved to. */
+  get file(): string {
+    return this.path;
+  }
+
+  /** Why state is not being saved now (the last write failed), or undefined while writes succeed. */
+  get saveError(): string | undefined {
+    return this.failing;
   }
 
   /** Temp files a killed process left half-written are removed (those of live processes are theirs). */
@@ -153,20 +165,44 @@ export class StateFile {
     this.writing = this.writing
       .then(async () => {
         const doc = await snapshot();
-        return this.write(typeof doc === 'string' ? doc : JSON.stringify(doc));
+        await this.write(typeof doc === 'string' ? doc : JSON.stringify(doc));
+        if (this.failing === undefined) return;
+        this.failing = undefined;
+        this.log(`state saved again to ${this.path}`);
       })
-      .catch((err) => this.log(`state not saved (it stays in memory): ${String(err)}`));
+      .catch((err) => {
+        // Said once while it lasts: the next change tries again, and says so only when it works.
+        const first = this.failing === undefined;
+        this.failing = saveError(err);
+        if (first)
+          this.log(
+            `state not saved to ${this.path} (it stays in memory; tried again at each change): ${this.failing}`,
+          );
+      });
   }
 
   private async write(doc: string): Promise<void> {
     const tmp = `${this.path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     const h = await open(tmp, 'wx', 0o600);
     try {
-      await h.writeFile(doc);
-      await h.sync();
-    } finally {
-      await h.close();
+      try {
+        await h.writeFile(doc);
+        await h.sync();
+      } finally {
+        await h.close();
+      }
+      await rename(tmp, this.path);
+    } catch (err) {
+      // A write the disk refused leaves no temp file behind on that disk (one per attempt filled it further).
+      await unlink(tmp).catch(() => {});
+      throw err;
     }
-    await rename(tmp, this.path);
   }
+}
+
+/** A failed write as one line: ENOSPC said as the full disk it is, Node's code not repeated. */
+function saveError(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  const text = err instanceof Error ? err.message : String(err);
+  return code === 'ENOSPC' || code === 'EDQUOT' ? `the disk is full (${text})` : text;
 }

@@ -70,3 +70,35 @@ describe("cacheward proxy's stop line", () => {
     expect(await stopped(dir, 0)).toBe(`cacheward proxy: stopped; nothing captured in ${dir}.`);
   });
 });
+
+describe("cacheward proxy's stop line on a full disk", () => {
+  it('says how many exchanges were not captured, and that no report can count them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cacheward-stop-line-'));
+    // A zero file-size limit: every write fails (EFBIG), as on a disk that stays full until the stop.
+    const p = await startCliProxy(['--upstream', simUrl, '--dir', dir, '--no-warm-up'], {
+      shellPrefix: 'ulimit -f 0;',
+    });
+    const client = new Anthropic({ apiKey: 'sk-test-stop', baseURL: p.url, maxRetries: 0 });
+    for (let i = 0; i < 3; i++)
+      await client.messages.create({
+        model: 'claude-sonnet-4-6',
+        max_tokens: 16,
+        messages: [{ role: 'user', content: `question ${i}` }],
+      });
+    // Each answered request's record is tried (and fails) just after it: wait for the third.
+    let failed = 0;
+    do
+      failed = ((await (await fetch(`${p.url}/_cacheward/health`)).json()) as { capture: { failed: number } })
+        .capture.failed;
+    while (failed < 3);
+    p.child.kill('SIGTERM');
+    await p.exited;
+    const line = p.stderr.find((l) => l.startsWith('cacheward proxy: stopped;')) ?? '';
+    expect(line).toMatch(
+      new RegExp(
+        `^cacheward proxy: stopped; nothing captured in ${dir}\\. 3 exchanges were not captured \\(last error: EFBIG: .*\\); the files hold no mark of them, so a report cannot count them\\.$`,
+      ),
+    );
+    expect(readdirSync(dir)).toEqual([]);
+  });
+});

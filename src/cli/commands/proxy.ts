@@ -4,6 +4,7 @@
 
 import type { Command } from 'commander';
 import { Option } from 'commander';
+import type { CaptureState } from '../../capture/capture-writer.js';
 import { lineLogger } from '../../core/logger.js';
 import { type LiveRequest, liveLogLine } from '../../proxy/live-analysis.js';
 import type { CliIO } from '../io.js';
@@ -72,12 +73,31 @@ export function registerProxy(program: Command, io: CliIO, setExit: (code: numbe
       if (reason !== 'EPIPE' && after.mode !== 'off') {
         // The report command names this proxy's own files: the folder may hold earlier captures too.
         const mine = after.written ? await captures.after() : [];
+        const report = `Report on them: cacheward report ${(mine.length ? mine : [after.dir]).map(shellQuote).join(' ')}${h.state.kind === 'redis' ? " (a fleet's conversations span its proxies: give every proxy's capture folder to see them whole)" : ''}`;
         io.err(
           after.written === 0
-            ? `cacheward proxy: stopped; nothing captured in ${after.dir}.`
-            : `cacheward proxy: stopped; ${after.written} exchange${after.written === 1 ? '' : 's'} captured in ${after.dir}. Report on them: cacheward report ${(mine.length ? mine : [after.dir]).map(shellQuote).join(' ')}${h.state.kind === 'redis' ? " (a fleet's conversations span its proxies: give every proxy's capture folder to see them whole)" : ''}`,
+            ? `cacheward proxy: stopped; nothing captured in ${after.dir}.${lostSentence(after)}`
+            : `cacheward proxy: stopped; ${after.written} exchange${after.written === 1 ? '' : 's'} captured in ${after.dir}.${lostSentence(after)} ${report}`,
         );
       }
       setExit(0);
     });
+}
+
+/**
+ * What the capture writer could not capture, as a sentence for the stop line (empty when nothing was
+ * lost): how many, why (its last error), and how many of them no marker on disk counts, which a report
+ * on the files can therefore not say.
+ */
+export function lostSentence(c: CaptureState): string {
+  const lost = c.failed + c.dropped;
+  if (lost === 0) return '';
+  const why = c.error ? ` (last error: ${c.error})` : c.failed ? '' : ' (the capture queue was full)';
+  const unmarked =
+    c.unmarked === 0
+      ? ''
+      : c.unmarked === lost
+        ? '; the files hold no mark of them, so a report cannot count them'
+        : `; ${c.unmarked} of them have no mark in the files, so a report counts only ${lost - c.unmarked}`;
+  return ` ${lost} exchange${lost === 1 ? ' was' : 's were'} not captured${why}${unmarked}.`;
 }

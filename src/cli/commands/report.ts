@@ -2,7 +2,7 @@
 // cost with other settings, from captures or agent transcripts. Thin shells over analyzePaths; warnings and
 // progress go to stderr, never into the report on stdout; they never write to the inputs.
 
-import { stat, writeFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import type { AnalysisResult } from '../../analyze/analyze-captures.js';
@@ -25,6 +25,7 @@ import { type CliIO, styles } from '../io.js';
 import { parseCount } from '../option-values.js';
 import { readProgress } from '../read-progress.js';
 import { InputError } from '../read-request-file.js';
+import { replaceFileWhole } from '../replace-file.js';
 import { nothingReplayed } from '../replay-inputs.js';
 import { signedUsd } from '../signed-usd.js';
 import { PRICES_HELP } from './prices.js';
@@ -192,9 +193,12 @@ export function registerReport(program: Command, io: CliIO, setExit: (code: numb
       );
       if (opts.html) {
         try {
-          await writeFile(opts.html, renderHtmlReport(result));
+          // Whole or not at all: a failed write leaves the report there before as it was.
+          await replaceFileWhole(opts.html, renderHtmlReport(result));
         } catch (err) {
-          throw new InputError(`--html ${opts.html}: cannot write: ${(err as Error).message}`);
+          throw new InputError(
+            `--html ${opts.html}: cannot write: ${(err as Error).message}; nothing there was changed`,
+          );
         }
       }
       if (opts.json) io.out(JSON.stringify(result, null, 2));

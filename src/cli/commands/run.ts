@@ -1,15 +1,17 @@
 // `cacheward run [options] -- COMMAND…`: the agent under an in-process loopback proxy (--sim: and simulator).
-// It exits with the agent's code and summarizes only this run's captures; it never touches the agent's stdio.
+// It exits with the agent's code (2 if 0 but capture lost some unsaid) and summarizes this run's captures only; never touches its stdio.
 
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { PriceTable } from '../../analyze/price-table.js';
+import type { CaptureState } from '../../capture/capture-writer.js';
 import { lineLogger } from '../../core/logger.js';
 import type { CachewardProxy } from '../../proxy/create-proxy.js';
 import { analyzePaths } from '../../report/analyze-paths.js';
 import { loadPriceFile } from '../../report/price-file.js';
 import { createSimulator, type Simulator } from '../../sim/simulator.js';
 import { type EgressAttempt, type EgressGuard, guardedEnv, startEgressGuard } from '../egress-guard.js';
+import { EXIT_USAGE } from '../exit-codes.js';
 import { type CliIO, styles } from '../io.js';
 import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-flags.js';
 import { InputError } from '../read-request-file.js';
@@ -143,7 +145,9 @@ direct; in forward mode the forward proxy itself tunnels loopback only), and CLA
 proxy variables is not contained by its environment. stdio is the agent's;
 cacheward writes only to stderr. SIGTERM, SIGHUP and SIGUSR2 are passed on; SIGINT and SIGQUIT too
 unless stdin is a terminal (Ctrl-C reaches the agent directly). The exit code is the agent's (128 + N
-when signal N ended it).
+when signal N ended it), or 2 when the agent exited 0 but exchanges were not captured and the disk had no
+room even to mark them (a full disk to the end): the summary covers only what was captured and says how
+many were not.
 
   cacheward run --sim -- claude -p "fix the failing test"
   cacheward run --fix tools-freeze --capture full -- codex exec "summarize this repo"`,
@@ -225,6 +229,11 @@ when signal N ended it).
         );
         const refused = guard?.attempts() ?? [];
         await stop();
+        // What the capture writer lost (a full disk): the summary says it. Lost with no marker in the files
+        // (the disk full to the end), a later report would look clean: an agent that succeeded does not make
+        // the run look so either (exit 2, docs/cli.md); an agent's own failure keeps its code.
+        const capture = proxy.health().capture;
+        const lost = capture.failed + capture.dropped;
         if (opts.summary) {
           io.err('');
           for (const line of await summarize(
@@ -236,18 +245,25 @@ when signal N ended it).
             opts,
             io,
             transportLine(mode, proxy.health().websockets),
+            capture,
             sim ? refused : undefined,
           ))
             io.err(line);
           if (homes?.kept)
             io.err(`  the agents' own transcripts: cacheward report ${shellQuote(homes.root)}`);
-        }
-        setExit(exit.code);
+        } else if (lost) io.err(s.yellow(`cacheward run: ${notCapturedSentence(capture)}`));
+        setExit(exit.code === 0 && capture.unmarked ? EXIT_USAGE : exit.code);
       } catch (err) {
         await stop().catch(() => {});
         throw err;
       }
     });
+}
+
+/** The exchanges the capture writer lost, as a sentence: how many, and its last error. */
+function notCapturedSentence(c: CaptureState): string {
+  const lost = c.failed + c.dropped;
+  return `${lost} exchange${lost === 1 ? ' was' : 's were'} not captured${c.error ? ` (${c.error})` : ''}; free disk space and run again for a whole summary`;
 }
 
 async function loadPrices(file: string) {
@@ -271,6 +287,7 @@ async function summarize(
   opts: RunOptions,
   io: CliIO,
   transport: string,
+  capture: CaptureState,
   refused?: EgressAttempt[],
 ): Promise<string[]> {
   const s = styles(io.color);
@@ -287,6 +304,9 @@ async function summarize(
       ...out,
       'cacheward run: capture was off, so there is nothing to summarize (use --capture hashes)',
     ];
+  const lost = capture.failed + capture.dropped;
+  if (!files.length && lost)
+    return [...out, s.yellow(`cacheward run: nothing to summarize: ${notCapturedSentence(capture)}`)];
   if (!files.length) {
     if (refused?.length) return [...out, s.yellow('cacheward run: no request reached the proxy')];
     return [
@@ -305,6 +325,8 @@ async function summarize(
     keepRequests: false,
     onWarning: (w) => io.err(`cacheward: warning: ${w}`),
   });
+  // This writer's count covers its markers in these files and those the disk refused too.
+  result.generatedFrom.notCaptured = Math.max(result.generatedFrom.notCaptured ?? 0, lost);
   const command = ['cacheward', 'report', ...files, ...(opts.prices ? ['--prices', opts.prices] : [])];
-  return [...out, ...runSummary(result, command, s, 3, transport)];
+  return [...out, ...runSummary(result, command, s, 3, transport, capture.unmarked)];
 }
