@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { builtCli } from '../suite.js';
 import { fullCapture } from './captures.js';
 
@@ -50,28 +50,25 @@ describe('stdout to a file that cannot take it all', () => {
     expect(readdirSync(folder)).toEqual(['report.html']);
   });
 
-  describe('on a full tmpfs', () => {
+  it('says the disk is full on a full tmpfs (skipped where mount is not allowed: it needs root or CAP_SYS_ADMIN)', async (ctx) => {
+    const { dir } = await fullCapture();
     const mnt = mkdtempSync(join(tmpdir(), 'cacheward-tmpfs-'));
-    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]).status === 0;
-    afterAll(() => {
-      if (mounted) spawnSync('umount', [mnt]);
-    });
-    it.skipIf(!mounted)(
-      'says the disk is full (skipped where mount is not allowed: it needs root or CAP_SYS_ADMIN)',
-      async () => {
-        const { dir } = await fullCapture();
-        // Filled but for a few KB: the report's write is cut short, then refused.
-        spawnSync('dd', ['if=/dev/zero', `of=${join(mnt, 'fill')}`, 'bs=1k', 'count=60']);
-        mkdirSync(join(mnt, 'out'));
-        const out = join(mnt, 'out', 'report.json');
-        const r = toFile(['report', dir, '--json'], out);
-        expect(r.code).toBe(2);
-        expect(r.stderr).toMatch(
-          /^cacheward: cannot write to stdout \(.*report\.json\): the disk is full: cannot write \(ENOSPC: no space left on device, write\) after \d+ of \d+ bytes; the output there is cut short\n$/,
-        );
-        expect(readFileSync(out).length).toBeLessThan(60 * 1024);
-      },
-    );
+    // Mounted in the test and unmounted in it: a filtered or failed run leaves no mount behind.
+    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]).status !== 0) ctx.skip();
+    try {
+      // Filled but for a few KB: the report's write is cut short, then refused.
+      spawnSync('dd', ['if=/dev/zero', `of=${join(mnt, 'fill')}`, 'bs=1k', 'count=60']);
+      mkdirSync(join(mnt, 'out'));
+      const out = join(mnt, 'out', 'report.json');
+      const r = toFile(['report', dir, '--json'], out);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(
+        /^cacheward: cannot write to stdout \(.*report\.json\): the disk is full: cannot write \(ENOSPC: no space left on device, write\) after \d+ of \d+ bytes; the output there is cut short\n$/,
+      );
+      expect(readFileSync(out).length).toBeLessThan(60 * 1024);
+    } finally {
+      spawnSync('umount', [mnt]);
+    }
   });
 });
 
