@@ -1,7 +1,16 @@
 // The built CLI on a disk that cannot take what it writes: a file-size limit (ulimit -f, which cuts a write short
 // as a full disk does, then refuses the rest) and, where mount is allowed, a full tmpfs.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -69,6 +78,33 @@ describe('stdout to a file that cannot take it all', () => {
     } finally {
       spawnSync('umount', [mnt]);
     }
+  });
+});
+
+describe('report --html to what is not a plain file', () => {
+  it('writes through a symlink (the file it names is replaced, the link stays) and to /dev/stdout', async () => {
+    const { dir } = await fullCapture();
+    const folder = mkdtempSync(join(tmpdir(), 'cacheward-html-link-'));
+    mkdirSync(join(folder, 'share'));
+    writeFileSync(join(folder, 'share', 'target.html'), 'OLD');
+    symlinkSync(join('share', 'target.html'), join(folder, 'link.html'));
+    const r = spawnSync(process.execPath, [bin, 'report', dir, '--html', join(folder, 'link.html')], {
+      encoding: 'utf8',
+    });
+    expect(r.status).toBe(0);
+    expect(lstatSync(join(folder, 'link.html')).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(folder, 'share', 'target.html'), 'utf8')).toMatch(/^<!doctype html>/i);
+    expect(readdirSync(join(folder, 'share'))).toEqual(['target.html']);
+    // A pipe: the page goes down it (it was renamed over by a temp file, or refused for /dev's permissions).
+    const piped = spawnSync(
+      'bash',
+      ['-c', '"$0" "$@" | cat', process.execPath, bin, 'report', dir, '--html', '/dev/stdout'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(piped.status).toBe(0);
+    expect(piped.stdout).toMatch(/<!doctype html>/i);
   });
 });
 
