@@ -210,6 +210,11 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
   private lastEnded = Number.NEGATIVE_INFINITY;
   private sawRequests = false;
   private saidUnrecordedError = false;
+  /**
+   * A failed attempt's error line, waiting for the retry that names the attempt as its base (the line names no
+   * call; Claude Code writes one for its compaction call too, which has no request record).
+   */
+  private pendingFailure: { ended: Ended; at: number } | undefined;
 
   private readonly skipped: SkippedLines;
 
@@ -298,7 +303,9 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
   /** The earliest start of a request record not answered yet, or of a response still being gathered. */
   waitingSince(): number | undefined {
     let at = Number.POSITIVE_INFINITY;
-    for (const call of this.calls.values()) if (waiting(call) && call.start < at) at = call.start;
+    // A call that a later call of this file outlived (answered or ended first) waits for nothing more.
+    for (const call of this.calls.values())
+      if (waiting(call) && call.start >= this.lastEnded && call.start < at) at = call.start;
     for (const a of this.open) {
       const start = (a.parent ? this.chain.get(a.parent)?.time : undefined) ?? a.first;
       if (start < at) at = start;
@@ -377,6 +384,14 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
     if (typeof v.base === 'string') call.base = v.base;
     this.calls.set(call.id, call);
     this.sawRequests = true;
+    // A retry: the attempt it names as its base is the one the last error line ended.
+    const failure = this.pendingFailure;
+    this.pendingFailure = undefined;
+    const attempt = failure && call.base !== undefined ? this.calls.get(call.base) : undefined;
+    if (failure && attempt && waiting(attempt) && attempt.start <= failure.at) {
+      attempt.ended = failure.ended;
+      this.emitEnded(attempt);
+    }
     const missing = (what: string) => {
       call.missing = what;
     };
@@ -463,18 +478,13 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
   }
 
   /**
-   * A retried attempt failed (a `system` `api_error` line, written before the retry): the latest call still
-   * waiting, that one alone, with the status or the connection error the line gives.
+   * An attempt failed and will be retried (a `system` `api_error` line): its status or how the connection
+   * ended, for the attempt the retry's request record names as its base (the next request record).
    */
   private attemptFailed(v: Json): void {
-    const at = time(v.timestamp);
-    let latest: Call | undefined;
-    for (const call of this.calls.values())
-      if (waiting(call) && call.start <= at && (!latest || call.start >= latest.start)) latest = call;
-    if (!latest) return;
     const error = isObj(v.error) ? v.error : {};
-    latest.ended = typeof error.status === 'number' ? { status: error.status } : endedAs(error);
-    this.emitEnded(latest);
+    const ended = typeof error.status === 'number' ? { status: error.status } : endedAs(error);
+    this.pendingFailure = { ended, at: time(v.timestamp) };
   }
 
   /**
@@ -498,8 +508,11 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
         `an API error${status === undefined ? '' : ` (${status})`}: this Claude Code version writes no request records, so the calls that failed are not counted`,
       );
     }
+    // The earlier attempts it extends that no error line ended share its status: Claude Code retries a 400
+    // itself and writes one line for all of them (a subagent's file has no `api_error` lines at all).
+    const ended: Ended = status === undefined ? {} : { status };
     for (let call = retry ?? latest; call && waiting(call); ) {
-      call.ended = status === undefined ? {} : { status };
+      call.ended = ended;
       this.emitEnded(call);
       call = call.base === undefined ? undefined : this.calls.get(call.base);
     }
@@ -507,15 +520,15 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
 
   /** Hands on a call that ended without a response; false (and said) when its body could not be rebuilt. */
   private emitEnded(call: Call): boolean {
-    this.failed.set(call.id, true);
     if (call.body) {
+      this.failed.set(call.id, true);
       this.emitCall(call);
       return true;
     }
     this.calls.delete(call.id);
     this.options.warn(
       call.line,
-      `request ${call.id}: ${call.missing ?? 'a part'} is not in the transcript; the call ended with no response and is not counted`,
+      `request ${call.id}: ${call.missing ?? 'a part'} is not in the transcript; it ended with no response and is not counted`,
     );
     return false;
   }
