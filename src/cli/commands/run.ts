@@ -263,7 +263,11 @@ many were not.
 /** The exchanges the capture writer lost, as a sentence: how many, and its last error. */
 function notCapturedSentence(c: CaptureState): string {
   const lost = c.failed + c.dropped;
-  return `${lost} exchange${lost === 1 ? ' was' : 's were'} not captured${c.error ? ` (${c.error})` : ''}; free disk space and run again for a whole summary`;
+  // Lost to the disk (a write failed), or dropped because the writer fell behind a burst (no error).
+  const advice = c.failed
+    ? 'free disk space and run again for a whole summary'
+    : 'the capture fell behind a burst of traffic (a slow disk); the summary covers what it kept';
+  return `${lost} exchange${lost === 1 ? ' was' : 's were'} not captured${c.error ? ` (${c.error})` : ''}; ${advice}`;
 }
 
 async function loadPrices(file: string) {
