@@ -28,6 +28,8 @@ export interface WatchOptions {
   /** How often followed files are looked at and folders walked again (ms; tests shorten them). */
   pollMs?: number;
   rescanMs?: number;
+  /** Files followed at once (default 200; tests lower it). */
+  maxFiles?: number;
   now?: () => number;
 }
 
@@ -70,6 +72,7 @@ export async function startWatch(o: WatchOptions): Promise<CachewardWatch> {
     settleMs: o.settleMs ?? DEFAULT_SETTLE_MS,
     ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
     ...(o.rescanMs !== undefined ? { rescanMs: o.rescanMs } : {}),
+    ...(o.maxFiles !== undefined ? { maxFiles: o.maxFiles } : {}),
     now,
     onRecord: async (record, shown) => {
       if (!shown) {

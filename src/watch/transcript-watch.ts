@@ -20,7 +20,10 @@ const QUICK_SETTLE_MS = 1_000;
 const SEEN_IDS = 200_000;
 /** Warnings remembered, so a file read again does not repeat them. */
 const WARNED = 10_000;
-/** Files followed at once (each holds its session's adapter); past it, those done for now are let go. */
+/**
+ * Files followed at once (each holds its session's adapter); past it, those done for now are let go, the least
+ * lately grown first, however recent (one with a response still to settle is read again when it would settle).
+ */
 const MAX_FILES = 200;
 /** How long a ready call waits for an earlier-started call of another file to be answered. */
 const HOLD_MS = 10_000;
@@ -42,7 +45,10 @@ export interface TranscriptWatchOptions {
   rescanMs?: number;
   /** A file quiet this long is let go, and read again from its start if it changes (default an hour). */
   releaseMs?: number;
-  /** Files followed at once; past it, those done for now are let go (default 200). */
+  /**
+   * Files followed at once (default 200): past it, those read to their end with no call waiting in them are let
+   * go, however recently they grew.
+   */
   maxFiles?: number;
   now?: () => number;
   /**
@@ -69,7 +75,10 @@ export interface TranscriptWatchStatus {
   ready: boolean;
   /** Files followed now (at most the bound; the others are taken up again when they change). */
   files: number;
-  /** Files read from their start since the watch began (a file let go and taken up again counts again). */
+  /**
+   * Files read from their start since the watch began (a file let go and taken up again counts again, as does
+   * one let go before it settled, read again to settle).
+   */
   read: number;
   /** Followed files whose last line is not ended yet (waited for up to the settle time). */
   partialLines: number;
@@ -86,13 +95,25 @@ export interface TranscriptWatchStatus {
 
 type Kind = 'claude-code' | 'codex';
 
+interface Passed {
+  key: string;
+  previous?: string;
+  /** Let go before it settled: its last call's start (the merge's place for it) and when to settle it. */
+  settle?: { at: number; nextStart: number };
+}
+
 export class TranscriptWatch {
   private readonly files = new Map<string, FollowedFile>();
   /**
    * Files looked at and not followed, by how they were (followed again only once that changes), and for a
-   * file let go, the latest call of it the analysis took in.
+   * file let go, the latest call of it the analysis took in (and, let go before it settled, when to settle it).
    */
-  private readonly passed = new Map<string, { key: string; previous?: string }>();
+  private readonly passed = new Map<string, Passed>();
+  /**
+   * Files let go (past the bound) with something still to settle (a response or a line still open), by when a
+   * look would settle it: unchanged by then, each is read again from its start and settled.
+   */
+  private readonly toSettle = new Map<string, number>();
   private readonly seen = new LruMap<true>(SEEN_IDS);
   private readonly warned = new LruMap<true>(WARNED);
   private readonly sources = new SourceRecords();
@@ -234,6 +255,11 @@ export class TranscriptWatch {
     }
     for (const path of this.folders.takeChanged()) await this.consider(path, due);
     for (const path of this.rootFiles) await this.consider(path, due);
+    for (const [path, at] of [...this.toSettle])
+      if (at <= now) {
+        this.toSettle.delete(path);
+        await this.consider(path, due);
+      }
     for (const f of this.files.values()) if (walk || this.active(f, now) || this.carried.has(f)) due.add(f);
     this.carried.clear();
     const list = [...due];
@@ -270,7 +296,9 @@ export class TranscriptWatch {
     if (s.mtimeMs < this.o.cutoff) return;
     const key = `${s.mtimeMs}:${s.size}:${s.ino}`;
     const before = this.passed.get(path);
-    if (before?.key === key) return;
+    // Unchanged: taken up again only to settle what it left open when it was let go.
+    const settling = before?.key === key && before.settle !== undefined && before.settle.at <= this.now();
+    if (before?.key === key && !settling) return;
     const kind = await fileKind(path).catch(() => undefined);
     // A file whose first lines do not tell yet is looked at again when it changes.
     if (kind !== 'claude-code' && kind !== 'codex') {
@@ -278,10 +306,14 @@ export class TranscriptWatch {
       return;
     }
     this.passed.delete(path);
+    this.toSettle.delete(path);
     const first = await transcriptStart(path).catch(() => undefined);
     const f = this.follow(path, kind, s.mtimeMs, first ?? Number.NEGATIVE_INFINITY);
     // Taken up again: its calls counted already are passed over, and its history is asked about at the next.
     f.previous = before?.previous;
+    // Unchanged, its calls up to the one it left open were handed on: the merge reads it once it gets there
+    // (not from its first call, holding its whole session meanwhile).
+    if (settling && before?.settle) f.nextStart = Math.max(f.nextStart, before.settle.nextStart);
     due.add(f);
   }
 
@@ -315,6 +347,8 @@ export class TranscriptWatch {
   private async drain(due: FollowedFile[], now: number): Promise<void> {
     // Each entry is dropped once read: a file let go takes its session's state with it at once.
     const waiting: Array<FollowedFile | undefined> = due.sort((a, b) => a.nextStart - b.nextStart);
+    // Those not read yet by this look (none of them is let go before it is read).
+    const unread = new Set(due);
     const heads: FollowedFile[] = [];
     const earliest = (): FollowedFile | undefined => {
       let best: FollowedFile | undefined;
@@ -329,9 +363,10 @@ export class TranscriptWatch {
         const head = earliest();
         if (head && f.nextStart > (head.queue[0] as CaptureRecord).times.start) break;
         waiting[next++] = undefined;
+        unread.delete(f);
         await this.fill(f, now);
         if (f.queue.length) heads.push(f);
-        else this.letGoIfOver(f, now);
+        else this.letGoIfOver(now, unread);
       }
       const best = earliest();
       if (!best || this.closed) {
@@ -356,7 +391,7 @@ export class TranscriptWatch {
       await this.fill(best, now);
       if (best.queue.length) continue;
       heads.splice(heads.indexOf(best), 1);
-      this.letGoIfOver(best, now);
+      this.letGoIfOver(now, unread);
     }
   }
 
@@ -442,31 +477,57 @@ export class TranscriptWatch {
     }
   }
 
-  /** Lets go of a file done for now when more are followed than the bound (it is read again if it changes). */
-  private letGoIfOver(f: FollowedFile, now: number): void {
-    if (this.files.size > (this.o.maxFiles ?? MAX_FILES) && this.settled(f, now)) this.letGo(f);
+  /**
+   * When more files are followed than the bound (a file just read being done), lets go of the least lately
+   * grown of those done and read by this look, however recently it grew (it is read again if it changes, or
+   * to settle): what is held stays at the bound even when every file was just written.
+   */
+  private letGoIfOver(now: number, unread: ReadonlySet<FollowedFile>): void {
+    if (this.files.size <= (this.o.maxFiles ?? MAX_FILES)) return;
+    let oldest: FollowedFile | undefined;
+    for (const f of this.files.values())
+      if (this.done(f) && !unread.has(f) && (!oldest || f.lastGrowth < oldest.lastGrowth)) oldest = f;
+    if (oldest) this.letGo(oldest, now);
   }
 
-  /** Lets go of the files quiet for long, and of the quietest past the bound. */
+  /** Lets go of the files quiet for long, and of the least lately grown of those done past the bound. */
   private release(now: number): void {
-    const idle = [...this.files.values()].filter((f) => this.settled(f, now));
-    idle.sort((a, b) => a.lastGrowth - b.lastGrowth);
+    const done = [...this.files.values()].filter((f) => this.done(f) && !this.carried.has(f));
+    done.sort((a, b) => a.lastGrowth - b.lastGrowth);
     const over = this.files.size - (this.o.maxFiles ?? MAX_FILES);
-    idle.forEach((f, i) => {
-      if (i < over || now - f.lastGrowth >= (this.o.releaseMs ?? 3_600_000)) this.letGo(f);
+    done.forEach((f, i) => {
+      if (i < over || (this.settled(f, now) && now - f.lastGrowth >= (this.o.releaseMs ?? 3_600_000)))
+        this.letGo(f, now);
     });
   }
 
-  /** Read to its end, nothing waiting in it, and quiet for the settle time. */
-  private settled(f: FollowedFile, now: number): boolean {
-    return f.atEnd && !f.queue.length && !f.lines.partial && now - f.lastGrowth >= this.o.settleMs;
+  /** Read to its end with no call waiting in it (something may still be left to settle). */
+  private done(f: FollowedFile): boolean {
+    return f.atEnd && !f.queue.length;
   }
 
-  private letGo(f: FollowedFile): void {
+  /** Done, and quiet for the settle time: nothing of it is left to settle. */
+  private settled(f: FollowedFile, now: number): boolean {
+    return this.done(f) && !f.lines.partial && now - f.lastGrowth >= this.o.settleMs;
+  }
+
+  /**
+   * Lets go of a file and its session's state. One that may still hand on a call when it settles (a response
+   * or a line still open, quiet for less than the settle time) is taken up again when a look at it would
+   * settle that, if it has not changed by then.
+   */
+  private letGo(f: FollowedFile, now: number): void {
     this.files.delete(f.path);
+    const quiet = now - f.lastGrowth;
+    const quick = Math.min(QUICK_SETTLE_MS, this.o.settleMs);
+    const open = f.lines.partial || f.lines.waitingSince() !== undefined;
+    const at =
+      open && quiet < this.o.settleMs ? f.lastGrowth + (quiet < quick ? quick : this.o.settleMs) : undefined;
     this.passed.set(f.path, {
       key: f.statKey,
       ...(f.previous !== undefined ? { previous: f.previous } : {}),
+      ...(at !== undefined ? { settle: { at, nextStart: f.nextStart } } : {}),
     });
+    if (at !== undefined) this.toSettle.set(f.path, at);
   }
 }

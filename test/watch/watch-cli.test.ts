@@ -108,12 +108,11 @@ describe('cacheward watch, the command', () => {
 });
 
 describe('cacheward watch, the first read', () => {
-  it('says how many transcripts it read and, past the bound, how many of them it goes on following', async () => {
+  /** A projects folder of 201 sessions of one prompt each (no call yet), last written at `at`. */
+  function sessions(at: Date): string {
     const root = mkdtempSync(join(tmpdir(), 'cacheward-watch-cli-'));
     const project = join(root, 'projects', '-work-project');
     mkdirSync(project, { recursive: true });
-    // 201 sessions of one prompt each (no call yet), last written a minute ago: all read, 200 followed.
-    const minuteAgo = new Date(Date.now() - 60_000);
     for (let i = 0; i < 201; i++) {
       const id = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
       const file = join(project, `${id}.jsonl`);
@@ -122,21 +121,44 @@ describe('cacheward watch, the first read', () => {
         uuid: id,
         parentUuid: null,
         sessionId: id,
-        timestamp: minuteAgo.toISOString(),
+        timestamp: at.toISOString(),
         message: { role: 'user', content: 'a prompt' },
       };
       writeFileSync(file, `${JSON.stringify(line)}\n`);
-      utimesSync(file, minuteAgo, minuteAgo);
+      utimesSync(file, at, at);
     }
+    return root;
+  }
+
+  const firstRead =
+    /^cacheward watch: read 201 transcripts changed since \S+ \(0 calls shown, 0 earlier read for context\); following 200 of them for new lines \(the most followed at once; the others are read again when they change\)\n$/;
+
+  it('says how many transcripts it read and, past the bound, how many of them it goes on following', async () => {
+    // Last written a minute ago: all read, 200 followed.
+    const root = sessions(new Date(Date.now() - 60_000));
     const w = await startWatchCli([join(root, 'projects'), '--settle', '1s'], { HOME: root });
     try {
       const line = await waitFor(
         'the first-read line',
         async () => w.stderr().match(/cacheward watch: read .*\n/)?.[0],
       );
-      expect(line).toMatch(
-        /^cacheward watch: read 201 transcripts changed since \S+ \(0 calls shown, 0 earlier read for context\); following 200 of them for new lines \(the most followed at once; the others are read again when they change\)\n$/,
+      expect(line).toMatch(firstRead);
+      expect((await healthOf(w.url)).transcripts).toMatchObject({ files: 200, read: 201 });
+    } finally {
+      await w.stop();
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('follows no more than the bound when every file was written just now (younger than the settle time)', async () => {
+    const root = sessions(new Date());
+    const w = await startWatchCli([join(root, 'projects')], { HOME: root });
+    try {
+      const line = await waitFor(
+        'the first-read line',
+        async () => w.stderr().match(/cacheward watch: read .*\n/)?.[0],
       );
+      expect(line).toMatch(firstRead);
       expect((await healthOf(w.url)).transcripts).toMatchObject({ files: 200, read: 201 });
     } finally {
       await w.stop();

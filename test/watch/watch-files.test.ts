@@ -124,7 +124,8 @@ describe('cacheward watch on transcript files that change under it', () => {
    */
   async function watching(
     settleMs = 30_000,
-    prepare?: (project: string) => Promise<number>,
+    prepare?: (project: string) => Promise<number | undefined>,
+    maxFiles?: number,
   ): Promise<{ project: string; url: string }> {
     root = mkdtempSync(join(tmpdir(), 'cacheward-watch-'));
     const project = join(root, 'projects', '-work-project');
@@ -138,6 +139,7 @@ describe('cacheward watch on transcript files that change under it', () => {
       ...(sinceMs !== undefined ? { sinceMs } : {}),
       pollMs: 50,
       rescanMs: 500,
+      ...(maxFiles !== undefined ? { maxFiles } : {}),
       logger: { info: (l) => said.push(l), warn: (l) => warned.push(l) },
     });
     await watch.start();
@@ -194,6 +196,41 @@ describe('cacheward watch on transcript files that change under it', () => {
     }
     health = await healthOf(url);
     expect(health.transcripts.files).toBe(2);
+    expect(warned).toEqual([]);
+  });
+
+  it('past the bound, lets go of files written just now, hands on the responses they left open, and relates what they write next', async () => {
+    // Two sessions written just now, each up to a response's line (open until the file settles), one file
+    // followed at most: one is let go as soon as it is read, and read again when it would settle.
+    const upToResponse = (lines: string[]) =>
+      lines.slice(0, lines.findLastIndex((l) => typeOf(l) === 'assistant') + 1);
+    const loop = sessions.loop.lines;
+    const loopFirst = upToResponse(
+      loop.slice(0, indexOf(loop, 'api-request', indexOf(loop, 'api-request') + 1)),
+    );
+    const resumeFirst = upToResponse(sessions.resume.lines.slice(0, firstRunLines));
+    const { project, url } = await watching(
+      2_000,
+      async (p) => {
+        writeFileSync(join(p, sessions.loop.name), text(loopFirst));
+        writeFileSync(join(p, sessions.resume.name), text(resumeFirst));
+        return undefined;
+      },
+      1,
+    );
+    expect((await healthOf(url)).transcripts.files).toBe(1);
+    await expectSameAsReport(url, await report());
+    expect((await healthOf(url)).transcripts.read).toBeGreaterThanOrEqual(3);
+    // Both go on (the one let go is read again from its start): their next calls are related as in the report.
+    appendFileSync(join(project, sessions.loop.name), text(loop.slice(loopFirst.length)));
+    appendFileSync(
+      join(project, sessions.resume.name),
+      text(sessions.resume.lines.slice(resumeFirst.length)),
+    );
+    const r = await report();
+    expect(r.totals.requests).toBe(6);
+    await expectSameAsReport(url, r);
+    expect((await healthOf(url)).transcripts.files).toBe(1);
     expect(warned).toEqual([]);
   });
 
