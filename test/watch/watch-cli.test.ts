@@ -133,26 +133,13 @@ describe('cacheward watch, the first read', () => {
   const firstRead =
     /^cacheward watch: read 201 transcripts changed since \S+ \(0 calls shown, 0 earlier read for context\); following 200 of them for new lines \(the most followed at once; the others are read again when they change\)\n$/;
 
-  it('says how many transcripts it read and, past the bound, how many of them it goes on following', async () => {
-    // Last written a minute ago: all read, 200 followed.
-    const root = sessions(new Date(Date.now() - 60_000));
-    const w = await startWatchCli([join(root, 'projects'), '--settle', '1s'], { HOME: root });
-    try {
-      const line = await waitFor(
-        'the first-read line',
-        async () => w.stderr().match(/cacheward watch: read .*\n/)?.[0],
-      );
-      expect(line).toMatch(firstRead);
-      expect((await healthOf(w.url)).transcripts).toMatchObject({ files: 200, read: 201 });
-    } finally {
-      await w.stop();
-      rmSync(root, { recursive: true, force: true });
-    }
-  });
-
-  it('follows no more than the bound when every file was written just now (younger than the settle time)', async () => {
-    const root = sessions(new Date());
-    const w = await startWatchCli([join(root, 'projects')], { HOME: root });
+  // Last written a minute ago, or just now (younger than the settle time): all read, 200 followed.
+  it.each([
+    ['written a minute ago', 60_000, ['--settle', '1s']],
+    ['every file written just now', 0, []],
+  ])('says how many transcripts it read and follows no more than the bound (%s)', async (_, age, extra) => {
+    const root = sessions(new Date(Date.now() - (age as number)));
+    const w = await startWatchCli([join(root, 'projects'), ...(extra as string[])], { HOME: root });
     try {
       const line = await waitFor(
         'the first-read line',
