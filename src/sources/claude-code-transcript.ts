@@ -110,13 +110,20 @@ interface Call {
   response?: Answer;
   /** The call it extends (its retries extend it, or one another). */
   base?: string;
+  /** Its `requestDigest`, as recorded. */
+  digest?: string;
 }
 
 /** How a call ended without a response: its status, or how it was cut off (neither: not said). */
 interface Ended {
   status?: number;
   outcome?: SourceRequest['outcome'];
+  /** It was refused, where the transcript says so but not with what status. */
+  error?: string;
 }
+
+/** A retry resends its attempt unchanged (the same `requestDigest`), naming it as its base. */
+const RETRIED = 'an attempt retried unchanged (the transcript does not say how it failed)';
 
 /** Not answered and not ended yet. */
 const waiting = (call: Call): boolean => !call.response && !call.ended;
@@ -382,15 +389,19 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
       digestOk: false,
     };
     if (typeof v.base === 'string') call.base = v.base;
+    if (typeof v.requestDigest === 'string') call.digest = v.requestDigest;
     this.calls.set(call.id, call);
     this.sawRequests = true;
-    // A retry: the attempt it names as its base is the one the last error line ended.
+    // A retry: the attempt it names as its base is the one the last error line ended, or, where no line
+    // says so (a subagent's file has none), the one it resends unchanged, refused with a status not said.
     const failure = this.pendingFailure;
     this.pendingFailure = undefined;
-    const attempt = failure && call.base !== undefined ? this.calls.get(call.base) : undefined;
-    if (failure && attempt && waiting(attempt) && attempt.start <= failure.at) {
-      attempt.ended = failure.ended;
-      this.emitEnded(attempt);
+    const attempt = call.base !== undefined ? this.calls.get(call.base) : undefined;
+    if (attempt && waiting(attempt)) {
+      if (failure && attempt.start <= failure.at) attempt.ended = failure.ended;
+      else if (call.digest !== undefined && call.digest === attempt.digest)
+        attempt.ended = { error: RETRIED };
+      if (attempt.ended) this.emitEnded(attempt);
     }
     const missing = (what: string) => {
       call.missing = what;
@@ -598,6 +609,7 @@ export class ClaudeCodeTranscript implements TranscriptAdapter {
     }
     if (call.ended?.status !== undefined) r.status = call.ended.status;
     if (call.ended?.outcome) r.outcome = call.ended.outcome;
+    if (call.ended?.error) r.error = call.ended.error;
     this.ready.push(r);
   }
 
