@@ -84,3 +84,40 @@ describe('Claude Code (newest) through a flaky provider: its transcripts count e
     expect(causes(transcripts.requests)).toEqual(onWire);
   });
 });
+
+describe("Claude Code (newest) with a subagent through 529s: a subagent's retried attempts are refused calls, as on the wire", () => {
+  let stack: AgentStack;
+  let captures: AnalysisResult;
+  let transcripts: AnalysisResult;
+
+  beforeAll(async () => {
+    // Seed 5 refuses a subagent attempt whose retry then succeeds (the case a retry names as its base).
+    stack = await startAgentStack({ script, simArgs: ['--faults', '529@0.3', '--seed', '5'] });
+    const r = await stack.run('claude', {
+      prompt: 'DELEGATE-TASK ask a subagent',
+      cwd: dir(stack, 'delegate'),
+      args: ['--allowedTools', 'Agent'],
+    });
+    expect(r.exitCode, r.stderr).toBe(0);
+    captures = await reportJson([stack.captureDir]);
+    transcripts = await reportJson(['--claude-code'], { HOME: r.home });
+    await recordsOf(join(r.home, '.claude/projects'), warnings);
+  }, SETUP_MS);
+  afterAll(() => stack?.close());
+
+  const warnings: string[] = [];
+
+  it('counts every attempt, the refused ones as turns of no conversation, and the same tokens and causes', () => {
+    const refused = (r: AnalysisResult) => r.requests.filter((q) => q.relation === 'none' && !q.usage).length;
+    expect(refused(captures)).toBeGreaterThan(0);
+    expect(transcripts.totals.requests).toBe(captures.totals.requests);
+    expect(refused(transcripts)).toBe(refused(captures));
+    expect(transcripts.totals.unanswered).toEqual(captures.totals.unanswered);
+    expect(transcripts.totals.inputTokens).toBe(captures.totals.inputTokens);
+    expect(transcripts.byCause.map((c) => [c.cause, c.misses])).toEqual(
+      captures.byCause.map((c) => [c.cause, c.misses]),
+    );
+    // Nothing read as "no response though later calls did": every retried attempt was told apart.
+    expect(warnings).toEqual([]);
+  });
+});
