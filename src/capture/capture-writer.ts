@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, type FileHandle, mkdir, open, readdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.js';
-import { CachewardError, errorLine } from '../core/errors.js';
+import { CachewardError, writeErrorLine } from '../core/errors.js';
 import { runStepped } from '../core/stepped-work.js';
 import {
   blockDelta,
@@ -601,9 +601,7 @@ export class CaptureWriter {
  * on device, write`), `ENOSPC` said as the full disk it is, and the file named when the message does not.
  */
 export function writeError(err: unknown, file: string | undefined): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  let text = errorLine(err);
-  if (code === 'ENOSPC' || code === 'EDQUOT') text = `the disk is full (${text})`;
+  const text = writeErrorLine(err);
   // An error of open or mkdir names its own path already.
   if ((err as NodeJS.ErrnoException).path !== undefined) return text;
   return file && !text.includes(file) ? `${text}, writing ${file}` : text;

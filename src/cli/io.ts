@@ -2,6 +2,7 @@
 // It never colours when NO_COLOR is set or the stream is not a terminal, nor lets a cut-short stdout file pass.
 
 import { fstatSync, readlinkSync, writeSync } from 'node:fs';
+import { isDiskFull } from '../core/errors.js';
 
 /** The streams a command writes to, and whether colour is on. */
 export interface CliIO {
@@ -68,8 +69,7 @@ export function writeWhole(
     try {
       n = write(fd, buf, done, buf.length - done);
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      const full = code === 'ENOSPC' || code === 'EDQUOT' ? 'the disk is full: ' : '';
+      const full = isDiskFull(err) ? 'the disk is full: ' : '';
       return `${full}cannot write (${(err as Error).message}) after ${done} of ${buf.length} bytes`;
     }
     if (n <= 0) return `the disk is full: wrote ${done} of ${buf.length} bytes`;

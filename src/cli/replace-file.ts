@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { writeErrorLine } from '../core/errors.js';
 
 /**
  * Replaces `file` with `text`. On failure (a full disk) the temp file is removed, `file` is as it was, and
@@ -15,7 +16,7 @@ export async function replaceFileWhole(file: string, text: string): Promise<void
   const before = await stat(target).catch(() => undefined);
   if (before && !before.isFile()) {
     await writeFile(target, text).catch((err: unknown) => {
-      throw new Error(oneLine(err));
+      throw new Error(writeErrorLine(err));
     });
     return;
   }
@@ -30,12 +31,6 @@ export async function replaceFileWhole(file: string, text: string): Promise<void
     await rename(tmp, target);
   } catch (err) {
     await rm(tmp, { force: true }).catch(() => {});
-    throw new Error(oneLine(err));
+    throw new Error(writeErrorLine(err));
   }
-}
-
-function oneLine(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  const why = (err as Error).message;
-  return code === 'ENOSPC' || code === 'EDQUOT' ? `the disk is full (${why})` : why;
 }

@@ -4,6 +4,7 @@
 import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { defaultCaptureDir } from '../capture/default-dir.js';
+import { writeErrorLine } from '../core/errors.js';
 import { processAlive } from '../core/process-alive.js';
 import { InputError } from './read-request-file.js';
 
@@ -82,16 +83,9 @@ export async function createSimAgentHomes(proxyUrl: string, keepIn?: string): Pr
     if (err instanceof InputError || !(err as NodeJS.ErrnoException).code) throw err;
     // A full disk (or any refused write): one line naming the file, not a stack (replaceFile names it).
     throw new InputError(
-      `run --sim: cannot set up the agents' homes${keepIn !== undefined ? ` in --agent-home ${root ?? keepIn}` : ''}: ${ioMessage(err)}`,
+      `run --sim: cannot set up the agents' homes${keepIn !== undefined ? ` in --agent-home ${root ?? keepIn}` : ''}: ${writeErrorLine(err)}`,
     );
   }
-}
-
-/** An fs error as one line: ENOSPC said as the full disk it is (Node's message names the path, or replaceFile adds it). */
-function ioMessage(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  const text = (err as Error).message;
-  return code === 'ENOSPC' || code === 'EDQUOT' ? `the disk is full: ${text}` : text;
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -120,12 +120,25 @@ export class StreamFormatError extends CachewardError {
 }
 
 /**
- * Any error as one line: a Node system error's message already begins with its code (`ENOTDIR: not a
- * directory, mkdir 'x'`), so the code is added only to a message that lacks it; anything else as a string.
+ * Any error as one line: a Node system error's message already names its code (`ENOTDIR: not a directory,
+ * mkdir 'x'`, or after a prefix of ours: `writing F: EFBIG: …`), so the code is added only to a message that
+ * lacks it; anything else as a string.
  */
 export function errorLine(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   const code = (err as NodeJS.ErrnoException).code;
-  if (typeof code !== 'string' || err.message.startsWith(code)) return err.message;
+  if (typeof code !== 'string' || err.message.includes(code)) return err.message;
   return `${code}: ${err.message}`;
+}
+
+/** Whether a failed write failed for want of space (`ENOSPC`, or a quota's `EDQUOT`). */
+export function isDiskFull(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
+/** A failed write as one line ({@link errorLine}), a full disk said as one: `the disk is full (ENOSPC: …)`. */
+export function writeErrorLine(err: unknown): string {
+  const text = errorLine(err);
+  return isDiskFull(err) ? `the disk is full (${text})` : text;
 }

@@ -6,7 +6,7 @@ import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConversationSnapshot } from '../conversation/conversation-store.js';
-import { CachewardError } from '../core/errors.js';
+import { CachewardError, writeErrorLine } from '../core/errors.js';
 import { processAlive } from '../core/process-alive.js';
 
 /** The document as loaded. Fix states are those of each conversation's latest request only. */
@@ -173,7 +173,7 @@ export class StateFile {
       .catch((err) => {
         // Said once while it lasts: the next change tries again, and says so only when it works.
         const first = this.failing === undefined;
-        this.failing = saveError(err);
+        this.failing = writeErrorLine(err);
         if (first)
           this.log(
             `state not saved to ${this.path} (it stays in memory; tried again at each change): ${this.failing}`,
@@ -198,11 +198,4 @@ export class StateFile {
       throw err;
     }
   }
-}
-
-/** A failed write as one line: ENOSPC said as the full disk it is, Node's code not repeated. */
-function saveError(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  const text = err instanceof Error ? err.message : String(err);
-  return code === 'ENOSPC' || code === 'EDQUOT' ? `the disk is full (${text})` : text;
 }
