@@ -4,8 +4,8 @@
 
 import { readdir, realpath } from 'node:fs/promises';
 import { CAPTURE_PATHS_HINT, captureFiles, isFolder, readCaptures } from '../capture/capture-reader.js';
+import { InputError } from '../core/errors.js';
 import { fileKind } from '../sources/transcript-files.js';
-import { InputError } from './read-request-file.js';
 
 /** The capture files the paths name, in order, each once. Throws an InputError for anything else. */
 export async function captureInputs(paths: readonly string[]): Promise<string[]> {

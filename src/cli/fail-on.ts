@@ -3,9 +3,9 @@
 
 import type { AnalysisResult } from '../analyze/analyze-captures.js';
 import { formatUsd } from '../analyze/describe-miss.js';
+import { InputError } from '../core/errors.js';
 import { EXIT_FINDING, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { type CliIO, styles } from './io.js';
-import { InputError } from './read-request-file.js';
 
 export type Metric = 'waste' | 'spend' | 'hit-rate' | 'misses';
 type Op = '>' | '>=' | '<' | '<=';

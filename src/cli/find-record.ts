@@ -3,8 +3,8 @@
 
 import { type ReadRecord, readCaptures } from '../capture/capture-reader.js';
 import { defaultCaptureDir } from '../capture/default-dir.js';
+import { InputError } from '../core/errors.js';
 import { captureInputs } from './capture-inputs.js';
-import { InputError } from './read-request-file.js';
 
 /** What a capture record id looks like (the proxy's ids: `cw_` and base-36 time and hex). */
 export const RECORD_ID = /^cw_[0-9a-z]+$/;

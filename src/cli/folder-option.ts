@@ -3,7 +3,7 @@
 
 import { statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { InputError } from './read-request-file.js';
+import { InputError } from '../core/errors.js';
 
 /**
  * The file in the way of `dir` being a folder: `dir` itself or the nearest of its parents that exists, when

@@ -2,8 +2,8 @@
 // Each either returns a usable value or throws an InputError naming the flag and what to pass instead; never
 // a value it had to guess.
 
+import { InputError } from '../core/errors.js';
 import { redactUrl } from '../core/redact-url.js';
-import { InputError } from './read-request-file.js';
 
 /** A TCP port, 0 meaning any free one. */
 export function parsePort(flag: string, value: string): number {

@@ -3,6 +3,7 @@
 
 import { type Command, Option } from 'commander';
 import { defaultCaptureDir } from '../capture/default-dir.js';
+import { InputError } from '../core/errors.js';
 import type { ListenOptions } from '../core/listen.js';
 import { ttlFix } from '../fixes/ttl.js';
 import { type CachewardProxy, createProxy, type ProxyOptions } from '../proxy/create-proxy.js';
@@ -14,7 +15,6 @@ import { OtlpConfigError, otlpOptions } from '../telemetry/otlp-config.js';
 import { refuseFileAsFolder } from './folder-option.js';
 import { parsePort, parseUpstream, portInUse } from './option-values.js';
 import { resolveToken, TOKEN_ENV } from './proxy-token.js';
-import { InputError } from './read-request-file.js';
 
 /** The proxy options as commander hands them over. */
 export interface ProxyCliOptions {

@@ -2,7 +2,7 @@
 // variable, or --token (which other users can read in `ps`). It never prints the token.
 
 import { readFileSync } from 'node:fs';
-import { InputError } from './read-request-file.js';
+import { InputError } from '../core/errors.js';
 
 export const TOKEN_ENV = 'CACHEWARD_TOKEN';
 

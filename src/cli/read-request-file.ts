@@ -13,7 +13,6 @@ import {
 } from '../wire/request-body.js';
 
 /** A file the CLI could not use (core/errors, shared with the capture reader): the message names the file, and the line and column where known. */
-export { InputError };
 
 /** Options for {@link readRequestFile}. */
 export interface ReadRequestOptions {

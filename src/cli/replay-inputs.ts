@@ -1,8 +1,8 @@
 // What `replay` and `whatif --fix` say when nothing could be replayed: a gate that checked nothing must not pass.
 // It only builds the message; the commands throw it (exit 2).
 
+import { InputError } from '../core/errors.js';
 import type { ReplayResult } from '../replay/replay-captures.js';
-import { InputError } from './read-request-file.js';
 
 export function nothingReplayed(paths: readonly string[], result: ReplayResult): InputError {
   return new InputError(

@@ -3,7 +3,7 @@
 
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import { InputError } from './read-request-file.js';
+import { InputError } from '../core/errors.js';
 
 /** Signals passed on to the child. */
 const FORWARDED: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR2'];

@@ -4,7 +4,7 @@
 
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { InputError } from './read-request-file.js';
+import { InputError } from '../core/errors.js';
 
 /** The agents `run` knows apart. */
 export type AgentKind = 'claude' | 'codex' | 'other';

@@ -4,9 +4,8 @@
 import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { defaultCaptureDir } from '../capture/default-dir.js';
-import { writeErrorLine } from '../core/errors.js';
+import { InputError, writeErrorLine } from '../core/errors.js';
 import { processAlive } from '../core/process-alive.js';
-import { InputError } from './read-request-file.js';
 
 export interface SimAgentHomes {
   /** Claude Code's config folder (its settings, and its transcripts under `projects/`). */

@@ -2,9 +2,9 @@
 // the fault rates. Every problem is an InputError naming the file or flag; nothing here starts a server.
 
 import { readFile } from 'node:fs/promises';
+import { InputError } from '../core/errors.js';
 import { parseFaultRates } from '../sim/faults.js';
 import { parseReplyScript } from '../sim/reply-script.js';
-import { InputError } from './read-request-file.js';
 
 export type ReplyScript = ReturnType<typeof parseReplyScript>;
 export type FaultRates = ReturnType<typeof parseFaultRates>;

@@ -4,10 +4,10 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { InputError } from '../../core/errors.js';
 import { LocalCa } from '../../proxy/local-ca.js';
 import { refuseFileAsFolder } from '../folder-option.js';
 import type { CliIO } from '../io.js';
-import { InputError } from '../read-request-file.js';
 import { shellQuote } from '../shell-quote.js';
 
 export function registerCa(program: Command, io: CliIO, setExit: (code: number) => void): void {

@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import type { AnalysisResult } from '../../analyze/analyze-captures.js';
 import { formatUsd } from '../../analyze/describe-miss.js';
 import { PriceTable } from '../../analyze/price-table.js';
+import { InputError } from '../../core/errors.js';
 import { bustExamples } from '../../demo/bust-examples.js';
 import { runBustSession } from '../../demo/bust-session.js';
 import { compareReviewForks } from '../../demo/review-fork-demo.js';
@@ -20,7 +21,6 @@ import { renderTerminalReport } from '../../report/terminal-report.js';
 import { EXIT_FINDING, EXIT_OK } from '../exit-codes.js';
 import { refuseFileAsFolder } from '../folder-option.js';
 import { type CliIO, styles } from '../io.js';
-import { InputError } from '../read-request-file.js';
 
 interface DemoOptions {
   write?: string;

@@ -3,10 +3,10 @@
 
 import type { Command } from 'commander';
 import { BUILT_IN_PRICES, type PriceRow, PriceTable } from '../../analyze/price-table.js';
+import { InputError } from '../../core/errors.js';
 import { loadPriceFile } from '../../report/price-file.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { type CliIO, styles } from '../io.js';
-import { InputError } from '../read-request-file.js';
 
 /** The format of a `--prices FILE`, for every command's --help and docs/report.md. */
 export const PRICES_HELP = `

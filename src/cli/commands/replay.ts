@@ -2,12 +2,12 @@
 // fresh state, the four invariants checked, and the tokens re-written with and without. Exit 1 on a violation with --gate.
 
 import { type Command, Option } from 'commander';
+import { InputError } from '../../core/errors.js';
 import { fixRegistry } from '../../fixes/registry.js';
 import { replayCaptures } from '../../replay/replay-captures.js';
 import { captureInputs } from '../capture-inputs.js';
 import { EXIT_FINDING, EXIT_OK } from '../exit-codes.js';
 import { type CliIO, styles } from '../io.js';
-import { InputError } from '../read-request-file.js';
 import { nothingReplayed } from '../replay-inputs.js';
 
 const n = new Intl.NumberFormat('en-US');

@@ -5,6 +5,7 @@ import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { PriceTable } from '../../analyze/price-table.js';
 import type { CaptureState } from '../../capture/capture-writer.js';
+import { InputError } from '../../core/errors.js';
 import { lineLogger } from '../../core/logger.js';
 import type { CachewardProxy } from '../../proxy/create-proxy.js';
 import { analyzePaths } from '../../report/analyze-paths.js';
@@ -14,7 +15,6 @@ import { type EgressAttempt, type EgressGuard, guardedEnv, startEgressGuard } fr
 import { EXIT_USAGE } from '../exit-codes.js';
 import { type CliIO, styles } from '../io.js';
 import { addProxyOptions, type ProxyCliOptions, proxyOptionsFrom, startProxy } from '../proxy-flags.js';
-import { InputError } from '../read-request-file.js';
 import { runCaptureFiles } from '../run-captures.js';
 import { runChild } from '../run-child.js';
 import { agentKind, forwardEnv, modePhrase, runMode, transportLine } from '../run-mode.js';

@@ -2,10 +2,10 @@
 // A thin shell over findRecord; it never prints a credential (captures hold none).
 
 import type { Command } from 'commander';
+import { InputError } from '../../core/errors.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { findRecord, RECORD_ID, recordBody, recordSearchPaths } from '../find-record.js';
 import type { CliIO } from '../io.js';
-import { InputError } from '../read-request-file.js';
 
 interface ShowOptions {
   dir?: string;

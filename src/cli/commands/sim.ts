@@ -3,11 +3,11 @@
 // It never binds beyond loopback unless --host asks for it.
 
 import { type Command, Option } from 'commander';
+import { InputError } from '../../core/errors.js';
 import { lineLogger } from '../../core/logger.js';
 import { createSimulator } from '../../sim/simulator.js';
 import type { CliIO } from '../io.js';
 import { parsePort, parseSeed, portInUse } from '../option-values.js';
-import { InputError } from '../read-request-file.js';
 import { loadFaultRates, loadReplyScript } from '../sim-options.js';
 import { waitForStop } from '../stop-signal.js';
 

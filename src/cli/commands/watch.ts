@@ -3,13 +3,13 @@
 
 import type { Command } from 'commander';
 import { Option } from 'commander';
+import { InputError } from '../../core/errors.js';
 import { type LiveRequest, liveLogLine } from '../../proxy/live-analysis.js';
 import { tuneHeapForAnalysis } from '../../report/analysis-heap.js';
 import { type Agent, agentFolder } from '../../sources/agent-folders.js';
 import { DEFAULT_SETTLE_MS, DEFAULT_SINCE_MS, startWatch } from '../../watch/create-watch.js';
 import type { CliIO } from '../io.js';
 import { parseDuration, parsePort, portInUse } from '../option-values.js';
-import { InputError } from '../read-request-file.js';
 import { waitForStop } from '../stop-signal.js';
 import { prices } from './report.js';
 
