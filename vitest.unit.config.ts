@@ -29,6 +29,7 @@ const BUILT = [
   'test/watch/watch-agents.test.ts',
   'test/watch/watch-cli.test.ts',
   'test/watch/watch-files.test.ts',
+  'test/watch/watch-resume.test.ts',
 ];
 
 /** Tests that start Chromium (test/headless-chromium.ts) or redis-server (test/state/redis-server.ts). */
@@ -42,6 +43,13 @@ const BROWSER_OR_REDIS = [
 
 /** Tests that measure their own process (its heap, V8's collections): they need a process to themselves. */
 const OWN_PROCESS = ['src/proxy/memory-release.test.ts', 'src/prefix/taken-over-memory.test.ts'];
+
+/** Tests that replace a node module (`vi.mock`): they need a module graph of their own, which shared workers do not give. */
+const MOCKS = [
+  'test/capture/full-disk-writer.test.ts',
+  'test/cli/run-full-disk.test.ts',
+  'test/state/state-file-full-disk.test.ts',
+];
 
 /** In-process, but seconds each (fuzzing, differential runs, huge bodies, a whole proxy per case): the full suite's. */
 const SLOW = [
@@ -66,6 +74,7 @@ export default mergeConfig(
         ...BUILT,
         ...BROWSER_OR_REDIS,
         ...OWN_PROCESS,
+        ...MOCKS,
         ...SLOW,
       ],
       // The files of a worker share its modules (no fresh module graph per file): the loop stays in seconds,

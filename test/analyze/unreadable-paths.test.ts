@@ -2,9 +2,9 @@
 // the one line the CLI prints for it, never Node's raw ENOENT and its stack. In-process; writes only temp folders.
 
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { analyzePaths, CachewardError, PriceTable, readCaptures } from '../../src/index.js';
 import { cli } from '../cli/run-cli.js';
 
@@ -29,11 +29,6 @@ async function readAll(paths: string[]): Promise<void> {
   }
 }
 
-const home = process.env.HOME;
-afterEach(() => {
-  process.env.HOME = home;
-});
-
 describe('analyzePaths and readCaptures on a path they cannot read', () => {
   it('a path that does not exist: CW_INPUT, the line `cacheward report` prints', async () => {
     const missing = join(tmp(), 'does-not-exist');
@@ -49,8 +44,8 @@ describe('analyzePaths and readCaptures on a path they cannot read', () => {
   });
 
   it("the doc's sample with no ~/.claude/projects", async () => {
-    process.env.HOME = tmp();
-    const projects = join(homedir(), '.claude/projects');
+    // A home with no Claude Code folder (the path itself, not HOME: worker threads keep the process's home).
+    const projects = join(tmp(), '.claude/projects');
     const e = await rejection(analyzePaths([projects], { prices }));
     expect(e.message).toContain(`${projects}: no such file or folder`);
   });
