@@ -10,6 +10,14 @@ import { type AgentStack, startAgentStack } from './agent-harness.js';
 import { script } from './codex-scenarios.js';
 import { causeOf, matchCalls, recordsOf, reportJson, sessionTotals, within1 } from './transcript-parity.js';
 
+/** A working folder of the stack's with the `a.txt` the scripts patch. */
+function folderWithA(stack: AgentStack, name: string): string {
+  const cwd = join(stack.workDir, name);
+  mkdirSync(cwd, { recursive: true });
+  writeFileSync(join(cwd, 'a.txt'), 'hello\n');
+  return cwd;
+}
+
 describe('Codex: report on its rollouts equals report on the captures of the same runs', () => {
   let stack: AgentStack;
   let codexHome = '';
@@ -18,9 +26,7 @@ describe('Codex: report on its rollouts equals report on the captures of the sam
 
   beforeAll(async () => {
     stack = await startAgentStack({ script });
-    const cwd = join(stack.workDir, 'edit');
-    mkdirSync(cwd, { recursive: true });
-    writeFileSync(join(cwd, 'a.txt'), 'hello\n');
+    const cwd = folderWithA(stack, 'edit');
     const runs: Array<[string, string[]]> = [
       ['RESUMED-EDIT-TASK patch a.txt', ['-s', 'workspace-write']],
       ['and one more question', ['resume', '--last']],
@@ -30,9 +36,7 @@ describe('Codex: report on its rollouts equals report on the captures of the sam
       expect(r.exitCode, r.stderr).toBe(0);
       codexHome = join(r.home, 'codex');
     }
-    const other = join(stack.workDir, 'other');
-    mkdirSync(other, { recursive: true });
-    writeFileSync(join(other, 'a.txt'), 'hello\n');
+    const other = folderWithA(stack, 'other');
     const r = await stack.run('codex', {
       prompt: 'EDIT-TASK patch a.txt',
       cwd: other,
@@ -75,9 +79,7 @@ describe('Codex: a turn the provider refuses is a request on its rollout as on t
 
   beforeAll(async () => {
     stack = await startAgentStack({ script });
-    const cwd = join(stack.workDir, 'failed');
-    mkdirSync(cwd, { recursive: true });
-    writeFileSync(join(cwd, 'a.txt'), 'hello\n');
+    const cwd = folderWithA(stack, 'failed');
     // The second call of the turn gets a 400 (the turn fails), and so does the resumed turn's one call.
     for (const [prompt, args] of [
       ['FAILED-TURN-TASK patch a.txt', ['-s', 'workspace-write']],
